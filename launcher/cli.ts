@@ -1,0 +1,149 @@
+import { readFileSync } from "node:fs";
+import { parsePoolSpec } from "../lib/pool/options.ts";
+import { resolveApp } from "./app-path.ts";
+import { runJob } from "./job.ts";
+import { UsageError } from "./usage-error.ts";
+
+const MAX_RANKS = 1024;
+
+const MAIN_HELP = `Usage: workpool <command> [options]
+
+Run dynamic, irregular parallel programs on many Node.js processes joined by ZeroMQ.
+
+Commands:
+  launch [options] <app> [args...]   start N ranks of an app (see workpool launch --help)
+
+Options:
+  -h, --help      show this help
+  -v, --version   show the version
+`;
+
+const LAUNCH_HELP = `Usage: workpool launch [options] <app> [app args...]
+
+Starts N ranks of <app> (a .js/.mjs/.ts/.mts file, or a folder with main.ts, index.ts, main.js,
+index.js or a package.json "main"). Everything after <app> is passed to every rank unchanged.
+
+Options:
+  -n, --np N            number of ranks, 1..${MAX_RANKS} (default 1)
+      --pool SPEC       default pool of every rank, e.g. centralized or
+                        distributed,initiation=sender,partner=ring,termination=tree
+      --timeout SECONDS end the job, with a non-zero status, after this long
+      --transport KIND  ipc (default, one machine) or tcp
+      --no-prefix       do not prefix output lines with [rank]
+  -h, --help            show this help
+
+Exit status: 0 when every rank exits 0; otherwise the failing rank's status (128+signal if killed),
+124 on timeout, 2 on a bad command line.
+`;
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  return pkg.version;
+}
+
+function positiveNumber(flag: string, raw: string | undefined): number {
+  if (raw === undefined) throw new UsageError(`option ${flag} needs a value`);
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(n) || n <= 0)
+    throw new UsageError(`option ${flag} must be a positive number; got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+async function launch(argv: string[]): Promise<number> {
+  let np = 1;
+  let prefix = true;
+  let timeoutSeconds: number | undefined;
+  let pool: string | undefined;
+  let transport: "ipc" | "tcp" = "ipc";
+  let i = 0;
+  const value = (flag: string, inline: string | undefined): string => {
+    if (inline !== undefined) return inline;
+    const v = argv[++i];
+    if (v === undefined) throw new UsageError(`option ${flag} needs a value`);
+    return v;
+  };
+  for (; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === "--") {
+      i++;
+      break;
+    }
+    if (!arg.startsWith("-") || arg === "-") break;
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    const inline = eq > 0 ? arg.slice(eq + 1) : undefined;
+    switch (flag) {
+      case "-h":
+      case "--help":
+        process.stdout.write(LAUNCH_HELP);
+        return 0;
+      case "-n":
+      case "--np": {
+        const raw = value(flag, inline);
+        const n = Number(raw);
+        if (!/^\d+$/.test(raw) || n < 1 || n > MAX_RANKS) {
+          throw new UsageError(
+            `option ${flag} must be a whole number from 1 to ${MAX_RANKS}; got ${JSON.stringify(raw)}`,
+          );
+        }
+        np = n;
+        break;
+      }
+      case "--no-prefix":
+        prefix = false;
+        break;
+      case "--timeout":
+        timeoutSeconds = positiveNumber(flag, value(flag, inline));
+        break;
+      case "--pool":
+        pool = value(flag, inline);
+        try {
+          parsePoolSpec(pool);
+        } catch (e) {
+          throw new UsageError(`option --pool: ${(e as Error).message}`);
+        }
+        break;
+      case "--transport": {
+        const t = value(flag, inline);
+        if (t !== "ipc" && t !== "tcp")
+          throw new UsageError(`option --transport must be ipc or tcp; got ${JSON.stringify(t)}`);
+        transport = t;
+        break;
+      }
+      default:
+        throw new UsageError(`unknown option ${JSON.stringify(arg)} (see workpool launch --help)`);
+    }
+  }
+  const appArg = argv[i];
+  if (appArg === undefined) throw new UsageError("missing <app> (see workpool launch --help)");
+  const app = resolveApp(appArg);
+  return runJob({ np, app, args: argv.slice(i + 1), prefix, timeoutSeconds, pool, transport });
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case undefined:
+      case "-h":
+      case "--help":
+      case "help":
+        process.stdout.write(MAIN_HELP);
+        return command === undefined ? 2 : 0;
+      case "-v":
+      case "--version":
+        process.stdout.write(`${version()}\n`);
+        return 0;
+      case "launch":
+        return await launch(rest);
+      default:
+        throw new UsageError(`unknown command ${JSON.stringify(command)} (see workpool --help)`);
+    }
+  } catch (e) {
+    if (e instanceof UsageError) {
+      process.stderr.write(`workpool: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,197 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { constants, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ENV, serveRendezvous, type TransportKind } from "../lib/internal.ts";
+import { pipeLines } from "./lines.ts";
+
+export interface JobOptions {
+  readonly np: number;
+  readonly app: string;
+  readonly args: readonly string[];
+  readonly prefix: boolean;
+  readonly timeoutSeconds: number | undefined;
+  readonly pool: string | undefined;
+  readonly transport: TransportKind;
+}
+
+/** How long ranks get between SIGTERM and SIGKILL when the job is brought down. */
+const GRACE_MS = 2000;
+
+interface Rank {
+  readonly rank: number;
+  readonly child: ChildProcess;
+  exited: boolean;
+  lastError: string | undefined;
+  lastStderr: string | undefined;
+}
+
+interface Failure {
+  readonly rank: number;
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly message: string | undefined;
+}
+
+const tsxLoader = import.meta.resolve("tsx");
+const preload = new URL("../lib/runtime/preload.ts", import.meta.url).href;
+const reaperScript = fileURLToPath(new URL("./reaper.js", import.meta.url));
+
+function signalNumber(signal: NodeJS.Signals): number {
+  return (constants.signals as Record<string, number>)[signal] ?? 1;
+}
+
+/**
+ * Runs one job: N ranks of `app`, joined through a rendezvous service, their output prefixed, and brought
+ * down together when any rank fails, on a timeout, or when the launcher is interrupted.
+ * Resolves to the launcher's exit status.
+ */
+export async function runJob(opts: JobOptions): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), "wp-"));
+  const jobId = dir.slice(dir.lastIndexOf("-") + 1);
+  const rendezvousAddress = opts.transport === "ipc" ? `ipc://${dir}/rendezvous` : "tcp://127.0.0.1:*";
+  const rendezvous = await serveRendezvous(opts.np, rendezvousAddress);
+
+  const reaper = spawn(process.execPath, [reaperScript, dir], { stdio: ["pipe", "ignore", "ignore"], detached: true });
+  reaper.unref();
+  reaper.stdin?.on("error", () => {});
+
+  const ranks: Rank[] = [];
+  let failure: Failure | undefined;
+  let stopReason: string | undefined;
+  let exitStatus: number | undefined;
+  let killTimer: NodeJS.Timeout | undefined;
+
+  const stopAll = () => {
+    for (const r of ranks) if (!r.exited) signalGroup(r, "SIGTERM");
+    killTimer ??= setTimeout(() => {
+      for (const r of ranks) if (!r.exited) signalGroup(r, "SIGKILL");
+    }, GRACE_MS);
+  };
+
+  const spawnRank = (rank: number): Rank => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      [ENV.rank]: String(rank),
+      [ENV.size]: String(opts.np),
+      [ENV.job]: jobId,
+      [ENV.rendezvous]: rendezvous.endpoint,
+      [ENV.transport]: opts.transport,
+      [ENV.ipcDir]: dir,
+      [ENV.lifelineFd]: "3",
+    };
+    if (opts.pool !== undefined) env[ENV.pool] = opts.pool;
+    else delete env[ENV.pool];
+    const child = spawn(
+      process.execPath,
+      ["--conditions=workpool-source", "--import", tsxLoader, "--import", preload, opts.app, ...opts.args],
+      { env, stdio: ["ignore", "pipe", "pipe", "pipe"], detached: true },
+    );
+    const r: Rank = { rank, child, exited: false, lastError: undefined, lastStderr: undefined };
+    if (child.pid !== undefined) reaper.stdin?.write(`${child.pid}\n`);
+    return r;
+  };
+
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopReason !== undefined) {
+      for (const r of ranks) if (!r.exited) signalGroup(r, "SIGKILL");
+      return;
+    }
+    stopReason = `workpool: received ${signal}; stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
+    exitStatus = 128 + signalNumber(signal);
+    stopAll();
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+  process.on("SIGHUP", onSignal);
+
+  let timeout: NodeJS.Timeout | undefined;
+  if (opts.timeoutSeconds !== undefined) {
+    timeout = setTimeout(() => {
+      if (stopReason !== undefined || failure) return;
+      stopReason = `workpool: job timed out after ${opts.timeoutSeconds} s; stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
+      exitStatus = 124;
+      stopAll();
+    }, opts.timeoutSeconds * 1000);
+  }
+
+  const finished: Promise<void>[] = [];
+  for (let i = 0; i < opts.np; i++) {
+    const r = spawnRank(i);
+    ranks.push(r);
+    const prefix = opts.prefix ? `[${i}] ` : "";
+    const { child } = r;
+    const streams = [
+      pipeLines(child.stdout as NodeJS.ReadableStream as never, process.stdout, prefix),
+      pipeLines(child.stderr as never, process.stderr, prefix, (line) => {
+        r.lastStderr = line;
+      }),
+      pipeLines(child.stdio[3] as never, devNull, "", (line) => {
+        try {
+          const msg = JSON.parse(line) as { t?: string; message?: string };
+          if (msg.t === "error" && typeof msg.message === "string") r.lastError = msg.message;
+        } catch {
+          /* not ours */
+        }
+      }),
+    ];
+    const exited = new Promise<void>((resolve) => {
+      child.on("error", (e) => {
+        r.lastError = e.message;
+      });
+      child.on("exit", (code, signal) => {
+        r.exited = true;
+        (child.stdio[3] as NodeJS.ReadableStream & { destroy?: () => void })?.destroy?.();
+        if ((code !== 0 || signal !== null) && !failure && stopReason === undefined) {
+          failure = { rank: i, code, signal, message: undefined };
+          stopAll();
+        }
+        resolve();
+      });
+    });
+    finished.push(Promise.all([exited, ...streams.slice(0, 2)]).then(() => {}));
+  }
+
+  await Promise.all(finished);
+  clearTimeout(timeout);
+  clearTimeout(killTimer);
+  process.off("SIGINT", onSignal);
+  process.off("SIGTERM", onSignal);
+  process.off("SIGHUP", onSignal);
+  rendezvous.close();
+  reaper.stdin?.end("done\n");
+  rmSync(dir, { recursive: true, force: true });
+
+  if (stopReason !== undefined) {
+    process.stderr.write(`${stopReason}\n`);
+    return exitStatus ?? 1;
+  }
+  if (failure) {
+    const r = ranks[failure.rank] as Rank;
+    const how = failure.signal !== null ? `killed by ${failure.signal}` : `exit code ${failure.code}`;
+    const why = r.lastError ?? r.lastStderr;
+    process.stderr.write(`workpool: rank ${failure.rank} failed (${how})${why ? `: ${why}` : ""}\n`);
+    if (failure.signal !== null) return 128 + signalNumber(failure.signal);
+    return failure.code && failure.code > 0 && failure.code < 256 ? failure.code : 1;
+  }
+  return 0;
+}
+
+function signalGroup(r: Rank, signal: NodeJS.Signals): void {
+  const pid = r.child.pid;
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      r.child.kill(signal);
+    } catch {
+      /* gone */
+    }
+  }
+}
+
+const devNull = {
+  write: () => true,
+} as unknown as NodeJS.WritableStream as never;

@@ -1,0 +1,47 @@
+import type { Readable, Writable } from "node:stream";
+
+/**
+ * Copies a rank's output stream to `out` whole lines at a time, each behind `prefix`, so lines from
+ * different ranks never mix within a line. A last line without a newline is completed at end of stream.
+ * `onLine` sees each line (without prefix) as it passes, for failure summaries.
+ */
+export function pipeLines(
+  input: Readable,
+  out: Writable,
+  prefix: string,
+  onLine?: (line: string) => void,
+): Promise<void> {
+  let rest = "";
+  input.setEncoding("utf8");
+  const emit = (text: string) => {
+    if (onLine) {
+      const lines = text.split("\n");
+      for (let i = lines.length - 1; i >= 0; i--) {
+        const l = lines[i] as string;
+        if (l.trim() !== "") {
+          onLine(l);
+          break;
+        }
+      }
+    }
+    if (prefix === "") out.write(`${text}\n`);
+    else out.write(`${prefix}${text.replaceAll("\n", `\n${prefix}`)}\n`);
+  };
+  input.on("data", (chunk: string) => {
+    const cut = chunk.lastIndexOf("\n");
+    if (cut < 0) {
+      rest += chunk;
+      return;
+    }
+    const text = rest + chunk.slice(0, cut);
+    rest = chunk.slice(cut + 1);
+    emit(text);
+  });
+  return new Promise((resolve) => {
+    input.on("close", () => {
+      if (rest !== "") emit(rest);
+      rest = "";
+      resolve();
+    });
+  });
+}

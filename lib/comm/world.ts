@@ -1,0 +1,275 @@
+import { hostname } from "node:os";
+import { ClosedError, describe, InvalidArgumentError } from "../errors.ts";
+import { decodeFrame, encodeMessage } from "./codec.ts";
+import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
+import * as coll from "./collectives.ts";
+import { type JobEnv, readJobEnv } from "./env.ts";
+import { ANY, Matcher, type Message } from "./matcher.ts";
+import type { ReduceOp } from "./ops.ts";
+import { joinRendezvous } from "./rendezvous.ts";
+import { Transport } from "./transport.ts";
+
+/** Message contexts: like MPI communicator contexts, traffic in one never matches receives in another. */
+export const CONTEXT = { user: 0, collective: 1, firstFree: 2 } as const;
+
+export interface RecvOptions {
+  /** Rank to receive from, or ANY. @default ANY */
+  readonly source?: number;
+  /** Tag to receive, or ANY. @default ANY */
+  readonly tag?: number;
+  /** Abort the wait: the promise rejects with AbortError and no message is consumed. */
+  readonly signal?: AbortSignal;
+}
+
+/** Handler that takes every message of one context as it arrives (used by pools). */
+export type ContextListener = (source: number, tag: number, data: unknown) => void;
+
+const MAX_TAG = 2 ** 31 - 1;
+
+/**
+ * One rank's view of the job: its rank, the job size, point-to-point messages and collectives.
+ *
+ * Concurrency rules:
+ * - Any number of `recv`s may wait at once. A message goes to the earliest-posted receive it matches;
+ *   two receives that both match the same message do not both get it.
+ * - Messages from one sender that match one receive arrive in the order they were sent.
+ * - Collectives must be called in the same order on every rank; at most one collective at a time per rank.
+ * - `close()` rejects every pending `recv` with ClosedError, delivers what was sent, then closes the sockets.
+ */
+export class World implements AsyncDisposable {
+  readonly rank: number;
+  readonly size: number;
+  /** The job's environment as the launcher described it (pool spec, transport). */
+  readonly env: JobEnv;
+  private transport: Transport | undefined;
+  private readonly matchers = new Map<number, Matcher>();
+  private readonly listeners = new Map<number, ContextListener>();
+  private nextContext: number = CONTEXT.firstFree;
+  private collSeq = 0;
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  private readonly channel: CollectiveChannel;
+
+  /** @internal use `connect()` */
+  constructor(env: JobEnv) {
+    this.env = env;
+    this.rank = env.rank;
+    this.size = env.size;
+    this.channel = {
+      rank: env.rank,
+      size: env.size,
+      nextSequence: () => this.collSeq++,
+      send: (dest, tag, data, call) => this.sendIn(CONTEXT.collective, dest, tag, data, call),
+      recv: async (source, tag, signal, call) =>
+        (await this.matcher(CONTEXT.collective).receive(source, tag, signal, call)).data,
+    };
+  }
+
+  /** @internal */
+  attach(transport: Transport): void {
+    this.transport = transport;
+  }
+
+  /** @internal called by the transport for every received frame. */
+  onFrame = (frame: Buffer): void => {
+    decodeFrame(frame, (source, context, tag, data) => this.dispatch(source, context, tag, data));
+  };
+
+  private dispatch(source: number, context: number, tag: number, data: unknown): void {
+    const listener = this.listeners.get(context);
+    if (listener) listener(source, tag, data);
+    else this.matcher(context).deliver(source, tag, data);
+  }
+
+  private matcher(context: number): Matcher {
+    let m = this.matchers.get(context);
+    if (!m) {
+      m = new Matcher();
+      this.matchers.set(context, m);
+    }
+    return m;
+  }
+
+  private checkOpen(call: string): void {
+    if (this.closed) throw new ClosedError(`${call}: the world is closed`);
+  }
+
+  private checkRank(call: string, what: string, r: unknown, allowAny: boolean): void {
+    if (allowAny && r === ANY) return;
+    if (typeof r !== "number" || !Number.isInteger(r) || r < 0 || r >= this.size) {
+      throw new InvalidArgumentError(
+        `${call}: ${what} must be an integer rank in 0..${this.size - 1}${allowAny ? " or ANY" : ""}; got ${describe(r)}`,
+      );
+    }
+  }
+
+  private checkTag(call: string, t: unknown, allowAny: boolean): void {
+    if (allowAny && t === ANY) return;
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > MAX_TAG) {
+      throw new InvalidArgumentError(
+        `${call}: tag must be an integer in 0..${MAX_TAG}${allowAny ? " or ANY" : ""}; got ${describe(t)}`,
+      );
+    }
+  }
+
+  /** @internal send in a given context; validation of dest is the caller's. */
+  sendIn(context: number, dest: number, tag: number, data: unknown, call: string): Promise<void> {
+    const bytes = encodeMessage(this.rank, context, tag, data, call);
+    if (dest === this.rank) {
+      queueMicrotask(() => this.onFrame(bytes));
+      return Promise.resolve();
+    }
+    const t = this.transport;
+    if (!t) return Promise.reject(new ClosedError(`${call}: no transport`));
+    return t.enqueue(dest, bytes) ?? Promise.resolve();
+  }
+
+  /**
+   * Sends `data` to rank `dest` with `tag`. Resolves once the message is handed to the transport: `data` was
+   * encoded when `send` was called, so it may be changed right away. Resolves later only to apply
+   * back-pressure when several MiB are already queued for `dest`.
+   */
+  async send(dest: number, tag: number, data: unknown): Promise<void> {
+    this.checkOpen("send");
+    this.checkRank("send", "dest", dest, false);
+    this.checkTag("send", tag, false);
+    return this.sendIn(CONTEXT.user, dest, tag, data, "send");
+  }
+
+  /** Receives the earliest message matching `source` and `tag` (either may be ANY, the default). */
+  async recv<T = unknown>(opts: RecvOptions = {}): Promise<Message<T>> {
+    this.checkOpen("recv");
+    const source = opts.source ?? ANY;
+    const tag = opts.tag ?? ANY;
+    this.checkRank("recv", "source", source, true);
+    this.checkTag("recv", tag, true);
+    return this.matcher(CONTEXT.user).receive(source, tag, opts.signal, "recv") as Promise<Message<T>>;
+  }
+
+  /** Takes a matching message that has already arrived, without waiting; undefined if there is none. */
+  tryRecv<T = unknown>(opts: Omit<RecvOptions, "signal"> = {}): Message<T> | undefined {
+    const source = opts.source ?? ANY;
+    const tag = opts.tag ?? ANY;
+    this.checkRank("tryRecv", "source", source, true);
+    this.checkTag("tryRecv", tag, true);
+    return this.matcher(CONTEXT.user).take(source, tag) as Message<T> | undefined;
+  }
+
+  /** Number of point-to-point messages that have arrived and wait for a receive. */
+  get queued(): number {
+    return this.matcher(CONTEXT.user).size;
+  }
+
+  /** Resolves when every rank has called `barrier`. */
+  async barrier(opts?: CollectiveOptions): Promise<void> {
+    this.checkOpen("barrier");
+    return coll.barrier(this.channel, opts);
+  }
+
+  /** Every rank gets `value` as given on `root` (the other ranks' `value` is ignored). */
+  async bcast<T>(value: T, root = 0, opts?: CollectiveOptions): Promise<T> {
+    this.checkOpen("bcast");
+    return coll.bcast(this.channel, value, root, opts);
+  }
+
+  /** Combines every rank's value with `op` in rank order; the result on `root`, undefined elsewhere. */
+  async reduce<T>(value: T, op: ReduceOp<T>, root = 0, opts?: CollectiveOptions): Promise<T | undefined> {
+    this.checkOpen("reduce");
+    return coll.reduce(this.channel, value, op, root, opts);
+  }
+
+  /** Like `reduce`, with the result on every rank. */
+  async allreduce<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
+    this.checkOpen("allreduce");
+    return coll.allreduce(this.channel, value, op, opts);
+  }
+
+  /** Every rank's value, indexed by rank, on `root`; undefined elsewhere. */
+  async gather<T>(value: T, root = 0, opts?: CollectiveOptions): Promise<T[] | undefined> {
+    this.checkOpen("gather");
+    return coll.gather(this.channel, value, root, opts);
+  }
+
+  /** Every rank's value, indexed by rank, on every rank. */
+  async allgather<T>(value: T, opts?: CollectiveOptions): Promise<T[]> {
+    this.checkOpen("allgather");
+    return coll.allgather(this.channel, value, opts);
+  }
+
+  /** Rank r gets `values[r]` from `root` (`values` is read on the root only). */
+  async scatter<T>(values: readonly T[] | undefined, root = 0, opts?: CollectiveOptions): Promise<T> {
+    this.checkOpen("scatter");
+    return coll.scatter(this.channel, values, root, opts);
+  }
+
+  /**
+   * @internal Allocates a private message context. Every rank must allocate contexts in the same order
+   * (pools do so in creation order), so the same number names the same pool everywhere.
+   */
+  allocateContext(): number {
+    return this.nextContext++;
+  }
+
+  /** @internal Routes every message of `context` to `listener`, first the ones already queued. */
+  listen(context: number, listener: ContextListener | undefined): void {
+    if (!listener) {
+      this.listeners.delete(context);
+      return;
+    }
+    this.listeners.set(context, listener);
+    const m = this.matchers.get(context);
+    if (m) {
+      for (let msg = m.take(ANY, ANY); msg; msg = m.take(ANY, ANY)) listener(msg.source, msg.tag, msg.data);
+    }
+  }
+
+  /** @internal send in a private context (pools); no argument checks. */
+  post(context: number, dest: number, tag: number, data: unknown): Promise<void> {
+    return this.sendIn(context, dest, tag, data, "pool");
+  }
+
+  /** Delivers what this rank sent, closes its sockets, and rejects pending receives. Idempotent. */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closed = true;
+      for (const m of this.matchers.values()) m.close("recv: the world was closed");
+      this.closing = this.transport?.close() ?? Promise.resolve();
+    }
+    return this.closing;
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+}
+
+let joined: Promise<World> | undefined;
+
+/**
+ * Joins the job this process was started in by `workpool launch` (or another launcher that sets the
+ * WORKPOOL_* variables). Run without a launcher, it returns a world of size 1. Calling it again returns the
+ * same world.
+ */
+export function connect(): Promise<World> {
+  joined ??= join();
+  return joined;
+}
+
+async function join(): Promise<World> {
+  const env = readJobEnv();
+  const world = new World(env);
+  if (env.size === 1 && !env.rendezvous) return world;
+  const address = env.transport === "ipc" ? `ipc://${env.ipcDir}/r${env.rank}` : `tcp://${env.host}:*`;
+  const transport = await Transport.bind(address, world.onFrame, (e) => {
+    process.emitWarning(`workpool rank ${env.rank}: receive failed: ${e.message}`);
+  });
+  const timeoutMs = Number(process.env.WORKPOOL_CONNECT_TIMEOUT_MS ?? 300_000);
+  const endpoints = await joinRendezvous(
+    env.rendezvous as string,
+    { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
+    timeoutMs,
+  );
+  transport.setPeers(endpoints);
+  world.attach(transport);
+  return world;
+}

@@ -1,0 +1,18 @@
+export type { CollectiveOptions } from "./comm/collectives.ts";
+export type { Message } from "./comm/matcher.ts";
+export { ANY } from "./comm/matcher.ts";
+export type { ReduceFn, ReduceOp, ReduceOpName } from "./comm/ops.ts";
+export type { RecvOptions } from "./comm/world.ts";
+export { connect, World } from "./comm/world.ts";
+export type { ErrorCode } from "./errors.ts";
+export {
+  AbortError,
+  BootstrapError,
+  ClosedError,
+  ConfigError,
+  EncodeError,
+  InvalidArgumentError,
+  RankFailedError,
+  TaskError,
+  WorkpoolError,
+} from "./errors.ts";

@@ -1,0 +1,145 @@
+import { ConfigError, describe } from "../errors.ts";
+
+export type PoolMode = "centralized" | "distributed";
+export type Initiation = "receiver" | "sender";
+export type PartnerPolicy = "round-robin" | "random" | "ring";
+export type TerminationDetector = "token-ring" | "tree";
+
+export const DEFAULT_MODE: PoolMode = "centralized";
+export const DEFAULT_COORDINATOR = 0;
+export const DEFAULT_INITIATION: Initiation = "receiver";
+export const DEFAULT_PARTNER: PartnerPolicy = "random";
+export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";
+
+export const MODES: readonly PoolMode[] = ["centralized", "distributed"];
+export const INITIATIONS: readonly Initiation[] = ["receiver", "sender"];
+export const PARTNERS: readonly PartnerPolicy[] = ["round-robin", "random", "ring"];
+export const TERMINATIONS: readonly TerminationDetector[] = ["token-ring", "tree"];
+
+/** Options of a pool, from code (`world.pool(options)`) or from `workpool launch --pool SPEC`. */
+export interface PoolOptions {
+  /** Where the task queue lives. @default "centralized" */
+  readonly mode?: PoolMode;
+  /** Centralized: the rank that holds the queue. @default 0 */
+  readonly coordinator?: number;
+  /** Centralized: most tasks handed out in one grant; 0 means chosen from measured rates. @default 0 */
+  readonly chunk?: number;
+  /** Distributed: who starts a transfer. @default "receiver" */
+  readonly initiation?: Initiation;
+  /** Distributed: how a rank picks the partner it asks or pushes to. @default "random" */
+  readonly partner?: PartnerPolicy;
+  /** Distributed: termination detector. @default "token-ring" */
+  readonly termination?: TerminationDetector;
+  /** Distributed, receiver-initiated: ask for work when the local queue holds fewer tasks. @default 2 */
+  readonly lowWater?: number;
+  /** Distributed, sender-initiated: push work when the local queue holds more tasks. @default 16 */
+  readonly highWater?: number;
+  /** Seed for random partner choice (each rank adds its rank). @default 1 */
+  readonly seed?: number;
+  /** Test only: delay every pool message by a random 0..chaos ms. @default 0 */
+  readonly chaos?: number;
+}
+
+export type PoolConfig = Required<PoolOptions>;
+
+const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
+  mode: "both",
+  coordinator: "centralized",
+  chunk: "centralized",
+  initiation: "distributed",
+  partner: "distributed",
+  termination: "distributed",
+  lowWater: "distributed",
+  highWater: "distributed",
+  seed: "both",
+  chaos: "both",
+};
+
+const NUMERIC = new Set<keyof PoolOptions>(["coordinator", "chunk", "lowWater", "highWater", "seed", "chaos"]);
+
+function oneOf<T extends string>(key: string, value: unknown, allowed: readonly T[]): T {
+  if (typeof value !== "string" || !allowed.includes(value as T)) {
+    throw new ConfigError(
+      `pool option \`${key}\` must be one of ${allowed.join(", ")}; got \`${String(describe(value)).replaceAll('"', "")}\``,
+    );
+  }
+  return value as T;
+}
+
+function nonNegativeInt(key: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+    throw new ConfigError(`pool option \`${key}\` must be a non-negative integer; got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** Parses `centralized,key=value,...` or `distributed,key=value,...` (the `--pool` syntax). */
+export function parsePoolSpec(spec: string): PoolOptions {
+  const parts = spec.split(",").map((p) => p.trim());
+  const head = parts.shift() ?? "";
+  const out: Record<string, unknown> = {};
+  if (head.includes("=")) parts.unshift(head);
+  else out.mode = oneOf("mode", head, MODES);
+  for (const part of parts) {
+    if (part === "") continue;
+    const eq = part.indexOf("=");
+    if (eq <= 0)
+      throw new ConfigError(`pool spec ${JSON.stringify(spec)}: expected key=value, got ${JSON.stringify(part)}`);
+    const key = part.slice(0, eq);
+    const raw = part.slice(eq + 1);
+    if (!(key in KEYS)) {
+      throw new ConfigError(
+        `pool spec ${JSON.stringify(spec)}: unknown key \`${key}\` (known: ${Object.keys(KEYS).join(", ")})`,
+      );
+    }
+    out[key] =
+      NUMERIC.has(key as keyof PoolOptions) && raw.trim() !== "" && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
+  }
+  return out as PoolOptions;
+}
+
+/**
+ * Resolves options against the launcher's spec and the defaults, and validates them all up front.
+ * Options given in code override the spec key by key; a code `mode` different from the spec's drops the spec.
+ */
+export function resolvePoolConfig(
+  options: PoolOptions | undefined,
+  spec: string | undefined,
+  size: number,
+): PoolConfig {
+  if (options !== undefined && (typeof options !== "object" || options === null)) {
+    throw new ConfigError(`pool options must be an object; got ${describe(options)}`);
+  }
+  const fromSpec = spec ? parsePoolSpec(spec) : {};
+  const code = options ?? {};
+  for (const key of Object.keys(code)) {
+    if (!(key in KEYS))
+      throw new ConfigError(`unknown pool option \`${key}\` (known: ${Object.keys(KEYS).join(", ")})`);
+  }
+  const specMode = fromSpec.mode ?? DEFAULT_MODE;
+  const merged: PoolOptions =
+    code.mode !== undefined && code.mode !== specMode ? { ...code } : { ...fromSpec, ...code };
+  const mode = oneOf("mode", merged.mode ?? DEFAULT_MODE, MODES);
+  for (const key of Object.keys(merged) as (keyof PoolOptions)[]) {
+    const where = KEYS[key];
+    if (merged[key] !== undefined && where !== "both" && where !== mode) {
+      throw new ConfigError(`pool option \`${key}\` applies to ${where} pools only; this pool is ${mode}`);
+    }
+  }
+  const config: PoolConfig = {
+    mode,
+    coordinator: nonNegativeInt("coordinator", merged.coordinator ?? DEFAULT_COORDINATOR),
+    chunk: nonNegativeInt("chunk", merged.chunk ?? 0),
+    initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
+    partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),
+    termination: oneOf("termination", merged.termination ?? DEFAULT_TERMINATION, TERMINATIONS),
+    lowWater: nonNegativeInt("lowWater", merged.lowWater ?? 2),
+    highWater: nonNegativeInt("highWater", merged.highWater ?? 16),
+    seed: nonNegativeInt("seed", merged.seed ?? 1),
+    chaos: nonNegativeInt("chaos", merged.chaos ?? 0),
+  };
+  if (config.coordinator >= size) {
+    throw new ConfigError(`pool option \`coordinator\` must be a rank in 0..${size - 1}; got ${config.coordinator}`);
+  }
+  return Object.freeze(config);
+}
