@@ -16,3 +16,13 @@ export {
   TaskError,
   WorkpoolError,
 } from "./errors.ts";
+export type {
+  Initiation,
+  PartnerPolicy,
+  PoolConfig,
+  PoolMode,
+  PoolOptions,
+  TerminationDetector,
+} from "./pool/options.ts";
+export { Pool } from "./pool/pool.ts";
+export type { PoolStats, PutOptions, RunOptions, TaskContext, TaskHandler } from "./pool/types.ts";

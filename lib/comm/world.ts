@@ -1,5 +1,7 @@
 import { hostname } from "node:os";
 import { ClosedError, describe, InvalidArgumentError } from "../errors.ts";
+import { type PoolOptions, resolvePoolConfig } from "../pool/options.ts";
+import { Pool } from "../pool/pool.ts";
 import { decodeFrame, encodeMessage } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
@@ -223,9 +225,39 @@ export class World implements AsyncDisposable {
     }
   }
 
+  /** True once `close()` was called. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /**
+   * Creates a workpool. Options given here override the launcher's `--pool SPEC`; with neither, the pool is
+   * centralized. Every rank must create its pools in the same order. Throws ConfigError on bad options.
+   */
+  pool<T = unknown>(options?: PoolOptions): Pool<T> {
+    this.checkOpen("pool");
+    const config = resolvePoolConfig(options, this.env.pool, this.size);
+    return new Pool<T>(this, this.allocateContext(), config);
+  }
+
   /** @internal send in a private context (pools); no argument checks. */
   post(context: number, dest: number, tag: number, data: unknown): Promise<void> {
     return this.sendIn(context, dest, tag, data, "pool");
+  }
+
+  /** @internal encodes a message of this rank for `postEncoded` (pools count and may delay it). */
+  encode(context: number, tag: number, data: unknown): Buffer {
+    return encodeMessage(this.rank, context, tag, data, "pool");
+  }
+
+  /** @internal sends a message made by `encode`. */
+  postEncoded(dest: number, bytes: Buffer): void {
+    if (dest === this.rank) {
+      queueMicrotask(() => this.onFrame(bytes));
+      return;
+    }
+    if (this.closed) return;
+    void this.transport?.enqueue(dest, bytes);
   }
 
   /** Delivers what this rank sent, closes its sockets, and rejects pending receives. Idempotent. */

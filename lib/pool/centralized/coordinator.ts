@@ -1,0 +1,191 @@
+import { failFromMessage, failureBody, sendFail } from "../failure.ts";
+import { TaskQueue } from "../queue.ts";
+import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
+import { type Fail, type Status, TAG } from "./protocol.ts";
+
+interface WorkerState {
+  readonly rank: number;
+  joined: boolean;
+  seq: number;
+  /** Tasks granted to / reported done by this worker. */
+  granted: number;
+  done: number;
+  /** Tasks the worker says it has put, and how many of them arrived here. */
+  putsExpected: number;
+  putsReceived: number;
+  /** Tasks it wants to hold (running plus buffered), from its measured rates. */
+  capacity: number;
+  /** Its mean task time in ms (0 = not measured yet). */
+  meanMs: number;
+}
+
+/**
+ * The coordinator: holds the queue and deals tasks to workers, event-driven (no polling: it acts only when a
+ * message arrives). Dealing is credit-based: each worker states how many tasks it wants to hold, computed
+ * from its own task time and round-trip time; the coordinator grants up to that deficit, in chunks that
+ * shrink as the queue drains (factoring: remaining / (2 x workers)), so the run ends level.
+ *
+ * Near the end (queue no larger than what the workers would hold), it applies the Expected Card Distribution
+ * idea of seed 004: a worker whose expected finish time with one more chunk is later than another worker's
+ * is not dealt to; the task waits for the faster worker, so a slow worker never holds up the finish.
+ *
+ * Termination: every worker has joined, the queue is empty, every granted task is reported done, and every
+ * task a worker reported putting has arrived.
+ */
+export class Coordinator<T> implements Engine<T> {
+  readonly done: Promise<void>;
+  private resolve!: () => void;
+  private reject!: (e: Error) => void;
+  private readonly queue = new TaskQueue<T>();
+  private readonly workers: WorkerState[] = [];
+  private readonly byRank = new Map<number, WorkerState>();
+  private finished = false;
+  private cursor = 0;
+
+  constructor(
+    private readonly rt: PoolRuntime,
+    initial: readonly PendingPut<T>[],
+  ) {
+    this.done = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    for (let r = 0; r < rt.size; r++) {
+      if (r === rt.config.coordinator) continue;
+      const w: WorkerState = {
+        rank: r,
+        joined: false,
+        seq: -1,
+        granted: 0,
+        done: 0,
+        putsExpected: 0,
+        putsReceived: 0,
+        capacity: 0,
+        meanMs: 0,
+      };
+      this.workers.push(w);
+      this.byRank.set(r, w);
+    }
+    for (const p of initial) this.queue.push(p.task, p.priority);
+  }
+
+  start(): void {
+    this.dispatch();
+    this.checkTermination();
+  }
+
+  put(task: T, priority: number): void {
+    if (this.finished) return;
+    this.queue.push(task, priority);
+    this.dispatch();
+  }
+
+  onMessage(source: number, tag: number, body: Record<string, unknown>): void {
+    if (this.finished) return;
+    if (tag === TAG.fail) {
+      this.abort(body as unknown as Fail, source);
+      return;
+    }
+    if (tag !== TAG.status) return;
+    const w = this.byRank.get(source);
+    if (!w) return;
+    const st = body as unknown as Status;
+    this.rt.count("statusesReceived");
+    w.joined = true;
+    if (st.s > w.seq) {
+      w.seq = st.s;
+      w.capacity = st.c;
+      w.meanMs = st.m;
+    }
+    if (st.d > w.done) w.done = st.d;
+    if (st.n > w.putsExpected) w.putsExpected = st.n;
+    const tasks = st.t;
+    if (tasks.length > 0) {
+      const prios = st.q;
+      for (let i = 0; i < tasks.length; i++) this.queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
+      w.putsReceived += tasks.length;
+    }
+    const size = this.queue.size;
+    if (size > (this.rt.stats.counters.maxQueue ?? 0)) this.rt.stats.counters.maxQueue = size;
+    this.dispatch();
+    this.checkTermination();
+  }
+
+  private dispatch(): void {
+    const n = this.workers.length;
+    if (n === 0) return;
+    const chunkCap = this.rt.config.chunk > 0 ? this.rt.config.chunk : Number.POSITIVE_INFINITY;
+    for (let k = 0; k < n && this.queue.size > 0; k++) {
+      const w = this.workers[(this.cursor + k) % n] as WorkerState;
+      const deficit = w.capacity - (w.granted - w.done);
+      if (!w.joined || deficit <= 0) continue;
+      const factoring = Math.ceil(this.queue.size / (2 * n));
+      const chunk = Math.max(1, Math.min(deficit, factoring, chunkCap));
+      if (this.deferToFaster(w, chunk)) {
+        this.rt.count("ecdDeferrals");
+        continue;
+      }
+      const tasks: T[] = [];
+      for (let i = 0; i < chunk; i++) {
+        const t = this.queue.pop();
+        if (t === undefined) break;
+        tasks.push(t);
+      }
+      w.granted += tasks.length;
+      this.rt.count("grants");
+      this.rt.count("tasksGranted", tasks.length);
+      this.rt.send(w.rank, TAG.grant, { t: tasks });
+    }
+    this.cursor = (this.cursor + 1) % n;
+  }
+
+  /** Expected Card Distribution: near the end, keep tasks from a worker that would finish them last. */
+  private deferToFaster(w: WorkerState, chunk: number): boolean {
+    if (w.meanMs <= 0) return false;
+    let holding = 0;
+    for (const v of this.workers) holding += Math.max(v.capacity, 1);
+    if (this.queue.size > holding) return false;
+    const finishW = (w.granted - w.done + chunk) * w.meanMs;
+    for (const v of this.workers) {
+      if (v === w || v.meanMs <= 0 || !v.joined) continue;
+      // Only a clearly faster worker is worth waiting for; equals share the end normally.
+      if (v.meanMs * 1.5 > w.meanMs) continue;
+      const finishV = (v.granted - v.done + chunk) * v.meanMs;
+      if (finishV < finishW) return true;
+    }
+    return false;
+  }
+
+  private checkTermination(): void {
+    if (this.finished || this.queue.size > 0) return;
+    for (const w of this.workers) {
+      if (!w.joined || w.granted !== w.done || w.putsReceived !== w.putsExpected) return;
+    }
+    this.finished = true;
+    for (const w of this.workers) this.rt.send(w.rank, TAG.done, {});
+    this.resolve();
+  }
+
+  private abort(f: Fail, source: number): void {
+    this.finished = true;
+    sendFail(
+      this.rt,
+      this.workers.filter((w) => w.rank !== source).map((w) => w.rank),
+      TAG.fail,
+      f,
+    );
+    this.reject(failFromMessage(f));
+  }
+
+  fail(error: Error): void {
+    if (this.finished) return;
+    this.finished = true;
+    sendFail(
+      this.rt,
+      this.workers.map((w) => w.rank),
+      TAG.fail,
+      failureBody(this.rt.rank, error),
+    );
+    this.reject(error);
+  }
+}

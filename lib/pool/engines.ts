@@ -1,0 +1,23 @@
+import { Coordinator } from "./centralized/coordinator.ts";
+import { CentralWorker } from "./centralized/worker.ts";
+import { LocalEngine } from "./local.ts";
+import type { Engine, PendingPut, PoolRuntime } from "./runtime.ts";
+import type { TaskContext, TaskHandler } from "./types.ts";
+
+/** Picks the engine for this rank from the pool's mode (one registry line per mode). */
+export function engineFor<T>(
+  rt: PoolRuntime,
+  handler: TaskHandler<T>,
+  ctx: TaskContext<T>,
+  initial: readonly PendingPut<T>[],
+): Engine<T> {
+  if (rt.size === 1) return new LocalEngine(rt, handler, ctx, initial);
+  switch (rt.config.mode) {
+    case "centralized":
+      return rt.rank === rt.config.coordinator
+        ? new Coordinator<T>(rt, initial)
+        : new CentralWorker<T>(rt, handler, ctx, initial);
+    case "distributed":
+      throw new Error("distributed pools are not available yet");
+  }
+}

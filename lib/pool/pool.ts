@@ -1,0 +1,127 @@
+import type { World } from "../comm/world.ts";
+import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError } from "../errors.ts";
+import { engineFor } from "./engines.ts";
+import type { PoolConfig } from "./options.ts";
+import { type Engine, type PendingPut, PoolRuntime } from "./runtime.ts";
+import { emptyStats, type PoolStats, type PutOptions, type RunOptions, type TaskHandler } from "./types.ts";
+
+type Stashed = [source: number, tag: number, body: Record<string, unknown>];
+
+/**
+ * A workpool: tasks put on any rank run exactly once on some rank, and `run` resolves on every rank once none
+ * is queued, running or in transit anywhere. Create pools in the same order on every rank (each gets a private
+ * message context by creation order). A pool can `run` any number of times (phases); tasks put between runs
+ * wait for the next one.
+ *
+ * Concurrency rules: one `run` at a time per pool; `put` may be called any time on any rank (before `run`, from
+ * handlers, or from the app while `run` is active). A handler that throws makes `run` reject on every rank with
+ * a TaskError naming the rank and the task.
+ */
+export class Pool<T = unknown> {
+  /** The resolved configuration: the launcher's `--pool SPEC` overridden by code options, then defaults. */
+  readonly config: PoolConfig;
+  private readonly world: World;
+  private readonly context: number;
+  private pending: PendingPut<T>[] = [];
+  private putsBeforeRun = 0;
+  private engine: Engine<T> | undefined;
+  private runtime: PoolRuntime | undefined;
+  private epoch = 0;
+  private stash: Stashed[] = [];
+  private last: PoolStats | undefined;
+
+  /** @internal use `world.pool()` */
+  constructor(world: World, context: number, config: PoolConfig) {
+    this.world = world;
+    this.context = context;
+    this.config = config;
+    world.listen(context, (source, tag, data) => this.route(source, tag, data as Record<string, unknown>));
+  }
+
+  private route(source: number, tag: number, body: Record<string, unknown>): void {
+    const e = body.e as number;
+    if (this.engine && e === this.epoch) this.engine.onMessage(source, tag, body);
+    else if (e > this.epoch || (!this.engine && e === this.epoch + 1)) this.stash.push([source, tag, body]);
+  }
+
+  /** Adds a task. Before `run` it waits for the run; during `run` it joins the running pool. */
+  put(task: T, options?: PutOptions): void {
+    const priority = options?.priority ?? 0;
+    if (typeof priority !== "number" || !Number.isFinite(priority)) {
+      throw new InvalidArgumentError(`put: option \`priority\` must be a finite number; got ${describe(priority)}`);
+    }
+    const to = options?.to;
+    if (to !== undefined) {
+      if (this.config.mode !== "distributed") {
+        throw new ConfigError(`put: option \`to\` applies to distributed pools only; this pool is ${this.config.mode}`);
+      }
+      if (!Number.isInteger(to) || to < 0 || to >= this.world.size) {
+        throw new InvalidArgumentError(
+          `put: option \`to\` must be a rank in 0..${this.world.size - 1}; got ${describe(to)}`,
+        );
+      }
+    }
+    if (this.engine && this.runtime) {
+      this.runtime.stats.tasksPut++;
+      this.engine.put(task, priority, to);
+    } else {
+      this.putsBeforeRun++;
+      this.pending.push({ task, priority, to });
+    }
+  }
+
+  /**
+   * Runs `handler` on tasks until the pool has terminated; call it on every rank. Resolves to this rank's
+   * statistics. Rejects with TaskError if a handler threw on any rank, AbortError if `signal` aborted here.
+   */
+  async run(handler: TaskHandler<T>, options: RunOptions = {}): Promise<PoolStats> {
+    if (typeof handler !== "function") {
+      throw new InvalidArgumentError(`run: handler must be a function; got ${describe(handler)}`);
+    }
+    if (this.engine) throw new InvalidArgumentError("run: this pool is already running; await the first run");
+    if (this.world.isClosed) throw new ClosedError("run: the world is closed");
+    const stats = emptyStats(this.world.rank, this.config.mode);
+    stats.tasksPut = this.putsBeforeRun;
+    stats.startedAt = performance.timeOrigin + performance.now();
+    const t0 = performance.now();
+    this.epoch++;
+    const rt = new PoolRuntime(this.world, this.context, this.config, this.epoch, stats);
+    const initial = this.pending;
+    this.pending = [];
+    this.putsBeforeRun = 0;
+    const ctx = { rank: this.world.rank, put: (task: T, o?: PutOptions) => this.put(task, o) };
+    const engine = engineFor<T>(rt, handler, ctx, initial);
+    this.runtime = rt;
+    this.engine = engine;
+    const stashed = this.stash;
+    this.stash = [];
+    for (const m of stashed) this.route(...m);
+    engine.start();
+    const signal = options.signal;
+    const onAbort = () =>
+      engine.fail(new AbortError(`run aborted on rank ${this.world.rank}`, { cause: signal?.reason }));
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      await engine.done;
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
+      this.engine = undefined;
+      this.runtime = undefined;
+      stats.wallMs = performance.now() - t0;
+      stats.idleMs = Math.max(0, stats.wallMs - stats.busyMs);
+      this.last = stats;
+    }
+    return stats;
+  }
+
+  /** Statistics of the last finished run on this rank, if any. */
+  stats(): PoolStats | undefined {
+    return this.last;
+  }
+
+  /** Collective: every rank's statistics of the last run, indexed by rank, on `root`; undefined elsewhere. */
+  async gatherStats(root = 0): Promise<PoolStats[] | undefined> {
+    return this.world.gather(this.last ?? emptyStats(this.world.rank, this.config.mode), root);
+  }
+}

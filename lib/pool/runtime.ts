@@ -1,0 +1,60 @@
+import type { World } from "../comm/world.ts";
+import type { PoolConfig } from "./options.ts";
+import type { PoolStats } from "./types.ts";
+
+/**
+ * What a pool engine needs from its pool: the world, the pool's private message context, the resolved
+ * configuration, this run's epoch (every message carries it, so a second `run` never reads the first's
+ * traffic), and a counted `send`. With the test-only `chaos` option, every send is delayed by a random time,
+ * so messages overtake each other; the engines are built not to depend on message order.
+ */
+export class PoolRuntime {
+  constructor(
+    readonly world: World,
+    readonly context: number,
+    readonly config: PoolConfig,
+    readonly epoch: number,
+    readonly stats: PoolStats,
+  ) {}
+
+  get rank(): number {
+    return this.world.rank;
+  }
+
+  get size(): number {
+    return this.world.size;
+  }
+
+  send(dest: number, tag: number, body: Record<string, unknown>): void {
+    body.e = this.epoch;
+    const bytes = this.world.encode(this.context, tag, body);
+    this.stats.messagesSent++;
+    this.stats.bytesSent += bytes.length;
+    const chaos = this.config.chaos;
+    if (chaos > 0) setTimeout(() => this.world.postEncoded(dest, bytes), Math.random() * chaos);
+    else this.world.postEncoded(dest, bytes);
+  }
+
+  count(name: string, by = 1): void {
+    this.stats.counters[name] = (this.stats.counters[name] ?? 0) + by;
+  }
+}
+
+/** An engine runs one `run` of one pool on this rank; the pool routes its context's messages to it. */
+export interface Engine<T> {
+  /** Begins work; called once the pool routes messages and puts to this engine. */
+  start(): void;
+  onMessage(source: number, tag: number, body: Record<string, unknown>): void;
+  /** Adds a task put on this rank (from a handler or from the app) while the run is active. */
+  put(task: T, priority: number, to: number | undefined): void;
+  /** Resolves when the pool has terminated everywhere (as far as this rank can tell). */
+  readonly done: Promise<void>;
+  /** Stops this rank's part after a local failure; tells the others. */
+  fail(error: Error): void;
+}
+
+export interface PendingPut<T> {
+  readonly task: T;
+  readonly priority: number;
+  readonly to: number | undefined;
+}

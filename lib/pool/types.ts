@@ -1,0 +1,67 @@
+import type { PoolConfig } from "./options.ts";
+
+export interface PutOptions {
+  /** Higher runs first; FIFO among equal priorities. Any finite number. @default 0 */
+  readonly priority?: number;
+  /**
+   * Distributed pools only: send the task to this rank and pin it there (it is never moved again).
+   * Apps that partition data by owner use it.
+   */
+  readonly to?: number;
+}
+
+/** What a handler gets besides its task. */
+export interface TaskContext<T> {
+  /** The rank running the task. */
+  readonly rank: number;
+  /** Adds a task to the pool (tasks may create tasks). */
+  put(task: T, options?: PutOptions): void;
+}
+
+export type TaskHandler<T> = (task: T, ctx: TaskContext<T>) => void | Promise<void>;
+
+export interface RunOptions {
+  /** Aborting makes `run` reject with AbortError on this rank and TaskError on the others. */
+  readonly signal?: AbortSignal;
+}
+
+/** Per-rank statistics of one `run`. Times in milliseconds. */
+export interface PoolStats {
+  readonly rank: number;
+  readonly mode: PoolConfig["mode"];
+  /** Tasks this rank's handler ran. */
+  tasksExecuted: number;
+  /** Tasks `put` on this rank (before or during the run). */
+  tasksPut: number;
+  /** Pool protocol messages this rank sent, and their encoded bytes. */
+  messagesSent: number;
+  bytesSent: number;
+  /** Time inside handlers. */
+  busyMs: number;
+  /** Time in `run` not inside handlers. */
+  idleMs: number;
+  /** Time from `run` called to `run` resolved. */
+  wallMs: number;
+  /** Epoch ms when `run` started and when the last task on this rank finished (for timelines). */
+  startedAt: number;
+  lastTaskAt: number;
+  /** Mode-specific counters (see the README): e.g. grants, requests, tasksMovedIn, tokenRounds. */
+  readonly counters: Record<string, number>;
+}
+
+export function emptyStats(rank: number, mode: PoolConfig["mode"]): PoolStats {
+  return {
+    rank,
+    mode,
+    tasksExecuted: 0,
+    tasksPut: 0,
+    messagesSent: 0,
+    bytesSent: 0,
+    busyMs: 0,
+    idleMs: 0,
+    wallMs: 0,
+    startedAt: 0,
+    lastTaskAt: 0,
+    counters: {},
+  };
+}
