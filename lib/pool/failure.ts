@@ -5,16 +5,22 @@ export interface FailBody {
   r: number;
   msg: string;
   task?: unknown;
+  /** The original error's name and message. */
+  cn?: string;
+  cm?: string;
 }
 
 /** Rebuilds, on another rank, the TaskError of a handler that failed on rank `r`. */
 export function failFromMessage(f: FailBody): TaskError {
-  return new TaskError(f.r, f.task, f.msg, { cause: new Error(f.msg) });
+  const cause = new Error(f.cm ?? f.msg);
+  if (f.cn) cause.name = f.cn;
+  return new TaskError(f.r, f.task, f.msg, { cause });
 }
 
 export function failureBody(rank: number, error: Error): FailBody {
   const task = (error as { task?: unknown }).task;
-  return { r: (error as { rank?: number }).rank ?? rank, msg: error.message, task };
+  const cause = error.cause instanceof Error ? error.cause : error;
+  return { r: (error as { rank?: number }).rank ?? rank, msg: error.message, task, cn: cause.name, cm: cause.message };
 }
 
 /** Tells `dests` that the run failed; a task that cannot be encoded is left out of the message. */
@@ -23,7 +29,7 @@ export function sendFail(rt: PoolRuntime, dests: Iterable<number>, tag: number, 
     try {
       rt.send(d, tag, { ...f });
     } catch {
-      rt.send(d, tag, { r: f.r, msg: f.msg });
+      rt.send(d, tag, { r: f.r, msg: f.msg, cn: f.cn, cm: f.cm });
     }
   }
 }

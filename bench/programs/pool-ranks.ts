@@ -1,0 +1,90 @@
+// Rank program for `npm run bench -- pool`. Rank 0 prints one JSON line per measurement.
+//   pool-ranks.ts throughput <tasks>              no-op tasks put on the coordinator up front
+//   pool-ranks.ts emulate <secondsPerWorker> <slowFraction> <seed>
+//       Emulated work: every task waits (setTimeout) a time drawn from a Pareto distribution (alpha 3,
+//       mean 20 ms). A `slowFraction` of the workers is slowed 4x. The lower bound is computed from the
+//       waits actually measured (timer overshoot counts as work), in units of a normal-speed worker.
+import { connect } from "workpool";
+
+const [mode = "throughput", ...rest] = process.argv.slice(2);
+const world = await connect();
+const pool = world.pool<number>();
+const workers = world.size > 1 ? world.size - 1 : 1;
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+if (mode === "throughput") {
+  const n = Number(rest[0] ?? 1_000_000);
+  if (world.rank === 0) for (let i = 0; i < n; i++) pool.put(i);
+  await world.barrier();
+  const t0 = performance.now();
+  const stats = await pool.run(() => {});
+  const seconds = (performance.now() - t0) / 1000;
+  const executed = await world.allreduce(stats.tasksExecuted, "sum");
+  const messages = await world.allreduce(stats.messagesSent, "sum");
+  if (world.rank === 0)
+    console.log(JSON.stringify({ kind: "throughput", tasks: executed, seconds, messages, rate: executed / seconds }));
+} else {
+  const perWorker = Number(rest[0] ?? 3);
+  const slowFraction = Number(rest[1] ?? 0);
+  const seed = Number(rest[2] ?? 1);
+  const meanMs = 20;
+  const alpha = 3;
+  const xm = (meanMs * (alpha - 1)) / alpha;
+  const slowCount = Math.round(workers * slowFraction);
+  // The slowed workers are the last ranks (coordinator is rank 0).
+  const slow = world.rank > 0 && world.rank >= world.size - slowCount ? 4 : 1;
+  if (world.rank === 0) {
+    const next = rng(seed);
+    let total = 0;
+    const budget = perWorker * 1000 * workers;
+    while (total < budget) {
+      const ms = xm / (1 - next()) ** (1 / alpha);
+      pool.put(ms);
+      total += ms;
+    }
+  }
+  let work = 0;
+  let longest = 0;
+  await world.barrier();
+  const t0 = performance.now();
+  const stats = await pool.run(async (ms) => {
+    const s = performance.now();
+    await new Promise((resolve) => setTimeout(resolve, ms * slow));
+    const unit = (performance.now() - s) / slow;
+    work += unit;
+    if (unit > longest) longest = unit;
+  });
+  const makespan = performance.now() - t0;
+  const totalWork = await world.allreduce(work, "sum");
+  const maxTask = await world.allreduce(longest, "max");
+  const speed = await world.allreduce(world.rank === 0 && world.size > 1 ? 0 : 1 / slow, "sum");
+  const deferrals = await world.allreduce(stats.counters.ecdDeferrals ?? 0, "sum");
+  const tasks = await world.allreduce(stats.tasksExecuted, "sum");
+  if (world.rank === 0) {
+    const bound = Math.max(totalWork / speed, maxTask);
+    console.log(
+      JSON.stringify({
+        kind: "emulate",
+        ranks: world.size,
+        slowCount,
+        tasks,
+        makespan,
+        bound,
+        ratio: makespan / bound,
+        maxTask,
+        deferrals,
+      }),
+    );
+  }
+}
+await world.close();

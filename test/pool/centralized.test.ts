@@ -1,0 +1,106 @@
+import test from "ava";
+import { fixture, run } from "../helpers/run.ts";
+
+const SCENARIOS = fixture("pool-scenarios.ts");
+
+/** Runs a scenario on `n` ranks and returns rank 0's `result` JSON. */
+async function scenario(n: number, name: string, args: string[] = [], pool?: string) {
+  const flags = ["-n", String(n), "--timeout", "90", ...(pool ? ["--pool", pool] : [])];
+  const r = await run([...flags, SCENARIOS, name, ...args]);
+  const line = r.stdout.split("\n").find((l) => l.startsWith("[0] result "));
+  return { ...r, result: line ? JSON.parse(line.slice("[0] result ".length)) : undefined };
+}
+
+for (const n of [1, 2, 3, 8, 16]) {
+  test(`every task runs exactly once on ${n} rank${n > 1 ? "s" : ""}`, async (t) => {
+    const limit = n === 16 ? 20000 : 6000;
+    const r = await scenario(n, "exactly-once", [String(limit), "3"]);
+    t.is(r.code, 0, r.stderr);
+    t.deepEqual(
+      {
+        limit: r.result.limit,
+        puts: r.result.puts,
+        executed: r.result.executed,
+        twice: r.result.twice,
+        missing: r.result.missing,
+      },
+      { limit, puts: limit, executed: limit, twice: -1, missing: -1 },
+    );
+    if (n > 1) {
+      // The coordinator deals and runs nothing; every worker got some of the work.
+      t.is(r.result.workers[0], 0);
+      for (const w of r.result.workers.slice(1)) t.true(w > 0, `a worker ran no task: ${r.result.workers}`);
+    }
+  });
+}
+
+for (const n of [1, 2]) {
+  test(`priorities order execution on one worker (-n ${n})`, async (t) => {
+    const r = await scenario(n, "priorities");
+    t.is(r.code, 0, r.stderr);
+    t.deepEqual(r.result, { count: 200, sorted: true });
+  });
+}
+
+test("an empty pool terminates on every rank", async (t) => {
+  const r = await scenario(4, "empty");
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(r.result, { executed: 0 });
+});
+
+test("a handler error rejects run on every rank with a TaskError and ends the job", async (t) => {
+  const r = await run(["-n", "3", "--timeout", "60", SCENARIOS, "failing"]);
+  t.not(r.code, 0);
+  const caught = r.stdout.split("\n").filter((l) => l.includes("caught TaskError"));
+  t.is(caught.length, 3, r.stdout);
+  for (const line of caught) {
+    t.regex(line, /code=WP_TASK_FAILED rank=\d task=42 cause=.*task 42 is bad/);
+  }
+  t.regex(r.stderr, /workpool: rank \d failed .*TaskError: task 42 failed on rank \d: task 42 is bad/);
+});
+
+test("two phases and a second pool in one job", async (t) => {
+  const r = await scenario(3, "phases");
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(r.result, { first: 60, second: 30, third: 1 });
+});
+
+test("bad pool options get clear errors naming the option and value", async (t) => {
+  const r = await scenario(2, "bad-options");
+  t.is(r.code, 0, r.stderr);
+  const out = r.result as string[];
+  t.regex(
+    out[0] as string,
+    /^mode: ConfigError: pool option `mode` must be one of centralized, distributed; got `central`/,
+  );
+  t.regex(out[1] as string, /^key: ConfigError: unknown pool option `colour`/);
+  t.regex(
+    out[2] as string,
+    /^partner: ConfigError: pool option `partner` must be one of round-robin, random, ring; got `rnd`/,
+  );
+  t.regex(out[3] as string, /^cross: ConfigError: pool option `partner` applies to distributed pools only/);
+  t.regex(out[4] as string, /^coordinator: ConfigError: pool option `coordinator` must be a rank in 0..1; got 99/);
+  t.regex(
+    out[5] as string,
+    /^priority: InvalidArgumentError: put: option `priority` must be a finite number; got "high"/,
+  );
+  t.regex(out[6] as string, /^to: ConfigError: put: option `to` applies to distributed pools only/);
+});
+
+test("--pool SPEC reaches the ranks as pool.config; code options override it", async (t) => {
+  const r = await scenario(2, "config", [], "centralized,chunk=7");
+  t.is(r.code, 0, r.stderr);
+  t.like(r.result, { mode: "centralized", chunk: 7, coordinator: 0 });
+});
+
+test("a bad --pool SPEC is refused by the launcher with status 2", async (t) => {
+  const r = await run(["-n", "2", "--pool", "centralised", SCENARIOS, "config"]);
+  t.is(r.code, 2);
+  t.regex(r.stderr, /--pool: pool option `mode` must be one of centralized, distributed; got `centralised`/);
+});
+
+test("fixed chunk size still runs every task once", async (t) => {
+  const r = await scenario(4, "exactly-once", ["3000", "2"], "centralized,chunk=1");
+  t.is(r.code, 0, r.stderr);
+  t.like(r.result, { puts: 3000, executed: 3000, twice: -1, missing: -1 });
+});
