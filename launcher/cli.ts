@@ -30,6 +30,9 @@ Options:
       --timeout SECONDS end the job, with a non-zero status, after this long
       --transport KIND  ipc (default, one machine) or tcp
       --no-prefix       do not prefix output lines with [rank]
+      --stats           print every rank's pool statistics as a table after the run
+      --trace FILE      write a Chrome Trace Event Format file (open in Perfetto or chrome://tracing)
+      --quiet           no live progress line (it is shown only when stderr is a terminal)
   -h, --help            show this help
 
 Exit status: 0 when every rank exits 0; otherwise the failing rank's status (128+signal if killed),
@@ -55,6 +58,10 @@ async function launch(argv: string[]): Promise<number> {
   let timeoutSeconds: number | undefined;
   let pool: string | undefined;
   let transport: "ipc" | "tcp" = "ipc";
+  let stats = false;
+  let statsJson: string | undefined;
+  let trace: string | undefined;
+  let quiet = false;
   let i = 0;
   const value = (flag: string, inline: string | undefined): string => {
     if (inline !== undefined) return inline;
@@ -92,6 +99,18 @@ async function launch(argv: string[]): Promise<number> {
       case "--no-prefix":
         prefix = false;
         break;
+      case "--stats":
+        stats = true;
+        break;
+      case "--stats-json":
+        statsJson = value(flag, inline);
+        break;
+      case "--trace":
+        trace = value(flag, inline);
+        break;
+      case "--quiet":
+        quiet = true;
+        break;
       case "--timeout":
         timeoutSeconds = positiveNumber(flag, value(flag, inline));
         break;
@@ -117,7 +136,7 @@ async function launch(argv: string[]): Promise<number> {
   const appArg = argv[i];
   if (appArg === undefined) throw new UsageError("missing <app> (see workpool launch --help)");
   const app = resolveApp(appArg);
-  return runJob({ np, app, args: argv.slice(i + 1), prefix, timeoutSeconds, pool, transport });
+  return runJob({ np, app, args: argv.slice(i + 1), prefix, timeoutSeconds, pool, transport, stats, statsJson, trace, quiet });
 }
 
 export async function main(argv: string[]): Promise<number> {

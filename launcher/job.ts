@@ -1,10 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ENV, serveRendezvous, type TransportKind } from "../lib/internal.ts";
 import { pipeLines } from "./lines.ts";
+import { ProgressLine } from "./progress.ts";
+import { type StatsRecord, formatStats } from "./stats-table.ts";
+import { mergeTrace } from "./trace-merge.ts";
 
 export interface JobOptions {
   readonly np: number;
@@ -14,6 +17,14 @@ export interface JobOptions {
   readonly timeoutSeconds: number | undefined;
   readonly pool: string | undefined;
   readonly transport: TransportKind;
+  /** Print the gathered per-rank pool statistics as a table after the run. */
+  readonly stats?: boolean;
+  /** Write the per-rank pool statistics, as JSON, to this file (used by `workpool compare`). */
+  readonly statsJson?: string;
+  /** Write a Chrome Trace Event Format file of every pool run. */
+  readonly trace?: string;
+  /** No live progress line even when stderr is a terminal. */
+  readonly quiet?: boolean;
 }
 
 /** How long ranks get between SIGTERM and SIGKILL when the job is brought down. */
@@ -58,6 +69,11 @@ export async function runJob(opts: JobOptions): Promise<number> {
   reaper.stdin?.on("error", () => {});
 
   const ranks: Rank[] = [];
+  const statsRecords: StatsRecord[] = [];
+  const traceDir = opts.trace ? join(dir, "trace") : undefined;
+  const progress = !opts.quiet && process.stderr.isTTY ? new ProgressLine(process.stderr) : undefined;
+  const stdout = progress ? progress.around(process.stdout) : process.stdout;
+  const stderr = progress ? progress.around(process.stderr) : process.stderr;
   let failure: Failure | undefined;
   let stopReason: string | undefined;
   let exitStatus: number | undefined;
@@ -83,6 +99,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
     };
     if (opts.pool !== undefined) env[ENV.pool] = opts.pool;
     else delete env[ENV.pool];
+    env.WORKPOOL_REPORT_STATS = opts.stats || opts.statsJson ? "1" : "0";
+    env.WORKPOOL_REPORT_PROGRESS = progress ? "1" : "0";
+    if (traceDir) env.WORKPOOL_TRACE_DIR = traceDir;
+    else delete env.WORKPOOL_TRACE_DIR;
     const child = spawn(
       process.execPath,
       ["--conditions=workpool-source", "--import", tsxLoader, "--import", preload, opts.app, ...opts.args],
@@ -123,18 +143,27 @@ export async function runJob(opts: JobOptions): Promise<number> {
     const prefix = opts.prefix ? `[${i}] ` : "";
     const { child } = r;
     const streams = [
-      pipeLines(child.stdout as NodeJS.ReadableStream as never, process.stdout, prefix),
-      pipeLines(child.stderr as never, process.stderr, prefix, (line) => {
+      pipeLines(child.stdout as never, stdout as never, prefix),
+      pipeLines(child.stderr as never, stderr as never, prefix, (line) => {
         r.lastStderr = line;
       }),
-      pipeLines(child.stdio[3] as never, devNull, "", (line) => {
-        try {
-          const msg = JSON.parse(line) as { t?: string; message?: string };
+      pipeLines(
+        child.stdio[3] as never,
+        devNull,
+        "",
+        (line) => {
+          let msg: { t?: string; message?: string; pool?: string; done?: number; queued?: number };
+          try {
+            msg = JSON.parse(line);
+          } catch {
+            return;
+          }
           if (msg.t === "error" && typeof msg.message === "string") r.lastError = msg.message;
-        } catch {
-          /* not ours */
-        }
-      }),
+          else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank: i });
+          else if (msg.t === "progress") progress?.update(i, String(msg.pool), msg.done ?? 0, msg.queued ?? 0);
+        },
+        true,
+      ),
     ];
     const exited = new Promise<void>((resolve) => {
       child.on("error", (e) => {
@@ -160,8 +189,18 @@ export async function runJob(opts: JobOptions): Promise<number> {
   process.off("SIGTERM", onSignal);
   process.off("SIGHUP", onSignal);
   rendezvous.close();
+  progress?.stop();
+  if (opts.trace && traceDir) {
+    try {
+      mergeTrace(traceDir, opts.np, opts.trace);
+    } catch (e) {
+      process.stderr.write(`workpool: could not write trace ${opts.trace}: ${(e as Error).message}\n`);
+    }
+  }
   reaper.stdin?.end("done\n");
   rmSync(dir, { recursive: true, force: true });
+  if (opts.statsJson) writeFileSync(opts.statsJson, JSON.stringify(statsRecords));
+  if (opts.stats && statsRecords.length > 0) process.stderr.write(`${formatStats(statsRecords)}\n`);
 
   if (stopReason !== undefined) {
     process.stderr.write(`${stopReason}\n`);

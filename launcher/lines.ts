@@ -3,18 +3,22 @@ import type { Readable, Writable } from "node:stream";
 /**
  * Copies a rank's output stream to `out` whole lines at a time, each behind `prefix`, so lines from
  * different ranks never mix within a line. A last line without a newline is completed at end of stream.
- * `onLine` sees each line (without prefix) as it passes, for failure summaries.
+ * `onLine` sees the last non-empty line of each chunk (without prefix), for failure summaries, or every
+ * line when `everyLine` is set (the report channel).
  */
 export function pipeLines(
   input: Readable,
   out: Writable,
   prefix: string,
   onLine?: (line: string) => void,
+  everyLine = false,
 ): Promise<void> {
   let rest = "";
   input.setEncoding("utf8");
   const emit = (text: string) => {
-    if (onLine) {
+    if (onLine && everyLine) {
+      for (const l of text.split("\n")) onLine(l);
+    } else if (onLine) {
       const lines = text.split("\n");
       for (let i = lines.length - 1; i >= 0; i--) {
         const l = lines[i] as string;

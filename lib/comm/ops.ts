@@ -10,23 +10,17 @@ export type ReduceFn<T> = (a: T, b: T) => T;
 export type ReduceOp<T = unknown> = ReduceOpName | ReduceFn<T>;
 
 type Scalar = number | bigint | boolean;
+// Operands are cast to number for the type checker only: the same operators work on bigints at run time.
 const scalarOps: Record<ReduceOpName, (a: Scalar, b: Scalar) => Scalar> = {
-  // biome-ignore lint/suspicious/noExplicitAny: the operands are number or bigint alike
-  sum: (a, b) => (a as any) + (b as any),
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  prod: (a, b) => (a as any) * (b as any),
-  // biome-ignore lint/complexity/useMathMinMax: Math.min does not take bigints
+  sum: (a, b) => (a as number) + (b as number),
+  prod: (a, b) => (a as number) * (b as number),
   min: (a, b) => (b < a ? b : a),
-  // biome-ignore lint/complexity/useMathMinMax: Math.max does not take bigints
   max: (a, b) => (b > a ? b : a),
   land: (a, b) => Boolean(a) && Boolean(b),
   lor: (a, b) => Boolean(a) || Boolean(b),
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  band: (a, b) => (a as any) & (b as any),
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  bor: (a, b) => (a as any) | (b as any),
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  bxor: (a, b) => (a as any) ^ (b as any),
+  band: (a, b) => (a as number) & (b as number),
+  bor: (a, b) => (a as number) | (b as number),
+  bxor: (a, b) => (a as number) ^ (b as number),
 };
 
 export function resolveOp<T>(op: ReduceOp<T>, call: string): ReduceFn<T> {

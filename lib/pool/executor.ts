@@ -1,4 +1,5 @@
 import { describe, TaskError } from "../errors.ts";
+import type { TraceRecorder } from "./trace.ts";
 import type { PoolStats, TaskContext, TaskHandler } from "./types.ts";
 
 /** Handlers run back to back for at most this long before the event loop gets a turn (messages arrive). */
@@ -20,6 +21,7 @@ export class Executor<T> {
     private readonly handler: TaskHandler<T>,
     private readonly ctx: TaskContext<T>,
     private readonly stats: PoolStats,
+    private readonly trace?: TraceRecorder,
   ) {}
 
   /** Runs one task; resolves to its duration in ms. */
@@ -36,6 +38,7 @@ export class Executor<T> {
     }
     const t1 = now();
     const dt = t1 - t0;
+    this.trace?.task(t0, t1);
     this.stats.busyMs += dt;
     this.stats.tasksExecuted++;
     this.stats.lastTaskAt = performance.timeOrigin + t1;

@@ -11,7 +11,7 @@ export class LocalEngine<T> implements Engine<T> {
 
   constructor(rt: PoolRuntime, handler: TaskHandler<T>, ctx: TaskContext<T>, initial: readonly PendingPut<T>[]) {
     for (const p of initial) this.queue.push(p.task, p.priority);
-    this.exec = new Executor(handler, ctx, rt.stats);
+    this.exec = new Executor(handler, ctx, rt.stats, rt.trace);
   }
 
   private readonly exec: Executor<T>;
@@ -33,6 +33,10 @@ export class LocalEngine<T> implements Engine<T> {
   }
 
   onMessage(): void {}
+
+  queued(): number {
+    return this.queue.size;
+  }
 
   fail(error: Error): void {
     this.failed ??= error;

@@ -1,8 +1,10 @@
 import type { World } from "../comm/world.ts";
 import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError } from "../errors.ts";
+import { REPORT, report } from "../runtime/report.ts";
 import { engineFor } from "./engines.ts";
 import type { PoolConfig } from "./options.ts";
 import { type Engine, type PendingPut, PoolRuntime } from "./runtime.ts";
+import { TraceRecorder } from "./trace.ts";
 import { emptyStats, type PoolStats, type PutOptions, type RunOptions, type TaskHandler } from "./types.ts";
 
 type Stashed = [source: number, tag: number, body: Record<string, unknown>];
@@ -85,7 +87,13 @@ export class Pool<T = unknown> {
     stats.startedAt = performance.timeOrigin + performance.now();
     const t0 = performance.now();
     this.epoch++;
-    const rt = new PoolRuntime(this.world, this.context, this.config, this.epoch, stats);
+    const name = `pool${this.context - 1}`;
+    const coordinating = this.config.mode === "centralized" && this.world.size > 1 && this.world.rank === this.config.coordinator;
+    const trace = REPORT.traceDir
+      ? new TraceRecorder(REPORT.traceDir, this.world.rank, `${name}.${this.epoch}`, coordinating ? "coordinating" : "idle", t0)
+      : undefined;
+    trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
+    const rt = new PoolRuntime(this.world, this.context, this.config, this.epoch, stats, trace);
     const initial = this.pending;
     this.pending = [];
     this.putsBeforeRun = 0;
@@ -102,16 +110,26 @@ export class Pool<T = unknown> {
       engine.fail(new AbortError(`run aborted on rank ${this.world.rank}`, { cause: signal?.reason }));
     if (signal?.aborted) onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });
+    const progress = REPORT.progress
+      ? setInterval(() => {
+          report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: engine.queued?.() ?? 0 });
+        }, 200)
+      : undefined;
+    progress?.unref();
     try {
       await engine.done;
     } finally {
+      clearInterval(progress);
       signal?.removeEventListener("abort", onAbort);
       this.engine = undefined;
       this.runtime = undefined;
       stats.wallMs = performance.now() - t0;
       stats.idleMs = Math.max(0, stats.wallMs - stats.busyMs);
       this.last = stats;
+      trace?.finish(performance.now());
     }
+    if (REPORT.progress) report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: 0 });
+    if (REPORT.stats) report({ t: "stats", pool: name, run: this.epoch, config: this.config, stats });
     return stats;
   }
 

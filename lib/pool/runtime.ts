@@ -1,5 +1,6 @@
 import type { World } from "../comm/world.ts";
 import type { PoolConfig } from "./options.ts";
+import type { TraceRecorder } from "./trace.ts";
 import type { PoolStats } from "./types.ts";
 
 /**
@@ -15,6 +16,8 @@ export class PoolRuntime {
     readonly config: PoolConfig,
     readonly epoch: number,
     readonly stats: PoolStats,
+    /** Set when the launcher asked for `--trace`. */
+    readonly trace?: TraceRecorder,
   ) {}
 
   get rank(): number {
@@ -47,6 +50,8 @@ export interface Engine<T> {
   onMessage(source: number, tag: number, body: Record<string, unknown>): void;
   /** Adds a task put on this rank (from a handler or from the app) while the run is active. */
   put(task: T, priority: number, to: number | undefined): void;
+  /** Tasks waiting on this rank (for live progress). */
+  queued?(): number;
   /** Resolves when the pool has terminated everywhere (as far as this rank can tell). */
   readonly done: Promise<void>;
   /** Stops this rank's part after a local failure; tells the others. */

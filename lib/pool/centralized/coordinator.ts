@@ -3,6 +3,9 @@ import { TaskQueue } from "../queue.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import { type Fail, type Status, TAG } from "./protocol.ts";
 
+/** Expected Card Distribution defers a grant only when the faster worker is expected to finish this much sooner. */
+const ECD_MIN_GAIN_MS = 1;
+
 interface WorkerState {
   readonly rank: number;
   joined: boolean;
@@ -69,6 +72,10 @@ export class Coordinator<T> implements Engine<T> {
     for (const p of initial) this.queue.push(p.task, p.priority);
   }
 
+  queued(): number {
+    return this.queue.size;
+  }
+
   start(): void {
     this.dispatch();
     this.checkTermination();
@@ -100,6 +107,7 @@ export class Coordinator<T> implements Engine<T> {
     if (st.d > w.done) w.done = st.d;
     if (st.n > w.putsExpected) w.putsExpected = st.n;
     const tasks = st.t;
+    if (st.f !== undefined) this.rt.trace?.flowIn(`${tasks.length} tasks from ${source}`, st.f);
     if (tasks.length > 0) {
       const prios = st.q;
       for (let i = 0; i < tasks.length; i++) this.queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
@@ -134,7 +142,9 @@ export class Coordinator<T> implements Engine<T> {
       w.granted += tasks.length;
       this.rt.count("grants");
       this.rt.count("tasksGranted", tasks.length);
-      this.rt.send(w.rank, TAG.grant, { t: tasks });
+      const body: Record<string, unknown> = { t: tasks };
+      if (this.rt.trace) body.f = this.rt.trace.flowOut(`grant ${tasks.length} to ${w.rank}`, { tasks: tasks.length });
+      this.rt.send(w.rank, TAG.grant, body);
     }
     this.cursor = (this.cursor + 1) % n;
   }
@@ -151,7 +161,8 @@ export class Coordinator<T> implements Engine<T> {
       // Only a clearly faster worker is worth waiting for; equals share the end normally.
       if (v.meanMs * 1.5 > w.meanMs) continue;
       const finishV = (v.granted - v.done + chunk) * v.meanMs;
-      if (finishV < finishW) return true;
+      // Waiting must buy a real gain; for microsecond tasks the dealing itself costs more.
+      if (finishV + ECD_MIN_GAIN_MS < finishW) return true;
     }
     return false;
   }

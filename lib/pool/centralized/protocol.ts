@@ -4,7 +4,7 @@
  *
  * STATUS  worker -> coordinator  { s: sequence, d: tasks done, n: tasks put so far, t: new tasks, q: their
  *                                  priorities (omitted when all 0), c: tasks it wants to hold, m: mean task ms }
- * GRANT   coordinator -> worker  { t: tasks }
+ * GRANT   coordinator -> worker  { t: tasks, f?: trace flow id }
  * DONE    coordinator -> worker  {}                         the pool has terminated
  * FAIL    either way             { r: rank, msg, task }      a handler threw on rank r; everyone stops
  */
@@ -18,6 +18,8 @@ export interface Status {
   q?: number[];
   c: number;
   m: number;
+  /** Trace flow id, when tracing and the status carries tasks. */
+  f?: string;
 }
 
 export interface Fail {

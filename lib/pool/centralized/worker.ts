@@ -47,9 +47,13 @@ export class CentralWorker<T> implements Engine<T> {
       this.resolve = resolve;
       this.reject = reject;
     });
-    this.exec = new Executor(handler, ctx, rt.stats);
+    this.exec = new Executor(handler, ctx, rt.stats, rt.trace);
     this.capacity = rt.config.chunk > 0 ? Math.max(2, rt.config.chunk) : 4;
     for (const p of initial) this.queuePut(p.task, p.priority);
+  }
+
+  queued(): number {
+    return this.buffered;
   }
 
   start(): void {
@@ -78,6 +82,7 @@ export class CentralWorker<T> implements Engine<T> {
       m: this.executed > 0 ? this.rt.stats.busyMs / this.executed : 0,
     };
     if (this.putsNonZero) body.q = this.putPrios;
+    if (this.rt.trace && t.length > 0) body.f = this.rt.trace.flowOut(`put ${t.length} to coordinator`);
     this.putsSent += t.length;
     this.putTasks = [];
     this.putPrios = [];
@@ -134,6 +139,7 @@ export class CentralWorker<T> implements Engine<T> {
     if (tag === TAG.grant) {
       const tasks = body.t as T[];
       for (const t of tasks) this.buffer.push(t);
+      if (body.f !== undefined) this.rt.trace?.flowIn(`${tasks.length} tasks from coordinator`, body.f as string);
       this.rt.count("grantsReceived");
       if (this.requestSentAt >= 0) {
         const raw = now() - this.requestSentAt;
