@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
-import { parsePoolSpec } from "../lib/pool/options.ts";
+import { resolvePoolConfig } from "../lib/pool/options.ts";
 import { resolveApp } from "./app-path.ts";
+import { parseCompareArgs, runCompare } from "./compare.ts";
 import { runJob } from "./job.ts";
 import { UsageError } from "./usage-error.ts";
 
@@ -12,6 +13,7 @@ Run dynamic, irregular parallel programs on many Node.js processes joined by Zer
 
 Commands:
   launch [options] <app> [args...]   start N ranks of an app (see workpool launch --help)
+  compare [options] <app> [args...]  run an app under several pool strategies and compare them
 
 Options:
   -h, --help      show this help
@@ -39,6 +41,24 @@ Exit status: 0 when every rank exits 0; otherwise the failing rank's status (128
 124 on timeout, 2 on a bad command line.
 `;
 
+const COMPARE_HELP = `Usage: workpool compare [options] <app> [app args...]
+
+Runs <app> under each pool configuration, K times each, and prints a table: median wall time (min, max),
+tasks, tasks moved, pool messages, idle fraction, efficiency (busy / (ranks x wall)) and termination
+latency, with the fastest marked. Checks that every run's rank-0 JSON result line agrees (timing keys
+such as "seconds" ignored): pass the app's --json flag.
+
+Options:
+  -n, --np N          number of ranks (default 2)
+      --pool SPEC     a configuration to run; repeat for several (default: centralized and all twelve
+                      distributed combinations)
+      --repeat K      runs per configuration (default 3)
+      --report FILE   write a self-contained HTML report: table, bar chart, per-rank timelines
+      --trace-dir DIR keep each configuration's first-run trace (Chrome Trace Event Format) in DIR
+      --timeout S     per-run timeout
+  -h, --help          show this help
+`;
+
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
   return pkg.version;
@@ -50,6 +70,15 @@ function positiveNumber(flag: string, raw: string | undefined): number {
   if (raw.trim() === "" || !Number.isFinite(n) || n <= 0)
     throw new UsageError(`option ${flag} must be a positive number; got ${JSON.stringify(raw)}`);
   return n;
+}
+
+/** Validates a `--pool SPEC` completely (keys and values) for a job of `np` ranks. */
+export function checkPoolSpec(spec: string, np: number): void {
+  try {
+    resolvePoolConfig(undefined, spec, np);
+  } catch (e) {
+    throw new UsageError(`option --pool: ${(e as Error).message}`);
+  }
 }
 
 async function launch(argv: string[]): Promise<number> {
@@ -116,11 +145,6 @@ async function launch(argv: string[]): Promise<number> {
         break;
       case "--pool":
         pool = value(flag, inline);
-        try {
-          parsePoolSpec(pool);
-        } catch (e) {
-          throw new UsageError(`option --pool: ${(e as Error).message}`);
-        }
         break;
       case "--transport": {
         const t = value(flag, inline);
@@ -133,6 +157,7 @@ async function launch(argv: string[]): Promise<number> {
         throw new UsageError(`unknown option ${JSON.stringify(arg)} (see workpool launch --help)`);
     }
   }
+  if (pool !== undefined) checkPoolSpec(pool, np);
   const appArg = argv[i];
   if (appArg === undefined) throw new UsageError("missing <app> (see workpool launch --help)");
   const app = resolveApp(appArg);
@@ -155,6 +180,14 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case "launch":
         return await launch(rest);
+      case "compare": {
+        const opts = parseCompareArgs(rest, MAX_RANKS);
+        if (opts === "help") {
+          process.stdout.write(COMPARE_HELP);
+          return 0;
+        }
+        return await runCompare(opts);
+      }
       default:
         throw new UsageError(`unknown command ${JSON.stringify(command)} (see workpool --help)`);
     }

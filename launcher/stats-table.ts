@@ -12,6 +12,8 @@ export interface StatsRecord {
     busyMs: number;
     idleMs: number;
     wallMs: number;
+    startedAt: number;
+    lastTaskAt: number;
     counters: Record<string, number>;
   };
 }
