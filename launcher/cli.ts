@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolvePoolConfig } from "../lib/pool/options.ts";
 import { resolveApp } from "./app-path.ts";
+import { OptionReader } from "./argv.ts";
 import { parseCompareArgs, runCompare } from "./compare.ts";
 import { runJob } from "./job.ts";
 import { UsageError } from "./usage-error.ts";
@@ -64,14 +65,6 @@ function version(): string {
   return pkg.version;
 }
 
-function positiveNumber(flag: string, raw: string | undefined): number {
-  if (raw === undefined) throw new UsageError(`option ${flag} needs a value`);
-  const n = Number(raw);
-  if (raw.trim() === "" || !Number.isFinite(n) || n <= 0)
-    throw new UsageError(`option ${flag} must be a positive number; got ${JSON.stringify(raw)}`);
-  return n;
-}
-
 /** Validates a `--pool SPEC` completely (keys and values) for a job of `np` ranks. */
 export function checkPoolSpec(spec: string, np: number): void {
   try {
@@ -91,40 +84,17 @@ async function launch(argv: string[]): Promise<number> {
   let statsJson: string | undefined;
   let trace: string | undefined;
   let quiet = false;
-  let i = 0;
-  const value = (flag: string, inline: string | undefined): string => {
-    if (inline !== undefined) return inline;
-    const v = argv[++i];
-    if (v === undefined) throw new UsageError(`option ${flag} needs a value`);
-    return v;
-  };
-  for (; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === "--") {
-      i++;
-      break;
-    }
-    if (!arg.startsWith("-") || arg === "-") break;
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const inline = eq > 0 ? arg.slice(eq + 1) : undefined;
+  const opts = new OptionReader(argv);
+  for (let flag = opts.next(); flag !== undefined; flag = opts.next()) {
     switch (flag) {
       case "-h":
       case "--help":
         process.stdout.write(LAUNCH_HELP);
         return 0;
       case "-n":
-      case "--np": {
-        const raw = value(flag, inline);
-        const n = Number(raw);
-        if (!/^\d+$/.test(raw) || n < 1 || n > MAX_RANKS) {
-          throw new UsageError(
-            `option ${flag} must be a whole number from 1 to ${MAX_RANKS}; got ${JSON.stringify(raw)}`,
-          );
-        }
-        np = n;
+      case "--np":
+        np = opts.int(flag, 1, MAX_RANKS);
         break;
-      }
       case "--no-prefix":
         prefix = false;
         break;
@@ -132,36 +102,46 @@ async function launch(argv: string[]): Promise<number> {
         stats = true;
         break;
       case "--stats-json":
-        statsJson = value(flag, inline);
+        statsJson = opts.value(flag);
         break;
       case "--trace":
-        trace = value(flag, inline);
+        trace = opts.value(flag);
         break;
       case "--quiet":
         quiet = true;
         break;
       case "--timeout":
-        timeoutSeconds = positiveNumber(flag, value(flag, inline));
+        timeoutSeconds = opts.positive(flag);
         break;
       case "--pool":
-        pool = value(flag, inline);
+        pool = opts.value(flag);
         break;
       case "--transport": {
-        const t = value(flag, inline);
+        const t = opts.value(flag);
         if (t !== "ipc" && t !== "tcp")
           throw new UsageError(`option --transport must be ipc or tcp; got ${JSON.stringify(t)}`);
         transport = t;
         break;
       }
       default:
-        throw new UsageError(`unknown option ${JSON.stringify(arg)} (see workpool launch --help)`);
+        opts.unknown(flag, "launch");
     }
   }
   if (pool !== undefined) checkPoolSpec(pool, np);
-  const appArg = argv[i];
-  if (appArg === undefined) throw new UsageError("missing <app> (see workpool launch --help)");
-  const app = resolveApp(appArg);
-  return runJob({ np, app, args: argv.slice(i + 1), prefix, timeoutSeconds, pool, transport, stats, statsJson, trace, quiet });
+  const { app, args } = opts.app("launch");
+  return runJob({
+    np,
+    app: resolveApp(app),
+    args,
+    prefix,
+    timeoutSeconds,
+    pool,
+    transport,
+    stats,
+    statsJson,
+    trace,
+    quiet,
+  });
 }
 
 export async function main(argv: string[]): Promise<number> {

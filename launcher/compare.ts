@@ -5,8 +5,10 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { INITIATIONS, PARTNERS, TERMINATIONS, resolvePoolConfig } from "../lib/pool/options.ts";
 import { resolveApp } from "./app-path.ts";
+import { OptionReader } from "./argv.ts";
 import { renderReport } from "./report-html.ts";
 import type { StatsRecord } from "./stats-table.ts";
+import { formatTable } from "./table.ts";
 import { UsageError } from "./usage-error.ts";
 
 const BIN = fileURLToPath(new URL("../bin/workpool.js", import.meta.url));
@@ -141,14 +143,6 @@ const median = (xs: number[]) => {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
-function table(rows: string[][]): string {
-  const widths: number[] = [];
-  for (const row of rows) row.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows
-    .map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  "))
-    .join("\n");
-}
-
 export interface Row {
   readonly spec: string;
   readonly medianS: number;
@@ -183,7 +177,19 @@ export function summarize(c: ConfigSummary, np: number): Row | undefined {
 
 export function formatCompare(rows: readonly Row[]): string {
   const fastest = rows.reduce((a, b) => (b.medianS < a.medianS ? b : a), rows[0] as Row);
-  const head = ["configuration", "median s", "min s", "max s", "tasks", "moved", "pool msgs", "idle", "efficiency", "term ms", ""];
+  const head = [
+    "configuration",
+    "median s",
+    "min s",
+    "max s",
+    "tasks",
+    "moved",
+    "pool msgs",
+    "idle",
+    "efficiency",
+    "term ms",
+    "",
+  ];
   const body = rows.map((r) => [
     r.spec,
     r.medianS.toFixed(3),
@@ -197,7 +203,7 @@ export function formatCompare(rows: readonly Row[]): string {
     r.terminationMs.toFixed(2),
     r === fastest ? "<- fastest" : "",
   ]);
-  return table([head, ...body]);
+  return formatTable([head, ...body]);
 }
 
 /** Runs every configuration `repeat` times, prints the table and the agreement check; resolves to an exit status. */
@@ -280,63 +286,33 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
   let report: string | undefined;
   let traceDir: string | undefined;
   let timeoutSeconds: number | undefined;
-  let i = 0;
-  const value = (flag: string, inline: string | undefined): string => {
-    if (inline !== undefined) return inline;
-    const v = argv[++i];
-    if (v === undefined) throw new UsageError(`option ${flag} needs a value`);
-    return v;
-  };
-  for (; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (!arg.startsWith("-") || arg === "-") break;
-    if (arg === "--") {
-      i++;
-      break;
-    }
-    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
-    const inline = eq > 0 ? arg.slice(eq + 1) : undefined;
+  const opts = new OptionReader(argv);
+  for (let flag = opts.next(); flag !== undefined; flag = opts.next()) {
     switch (flag) {
       case "-h":
       case "--help":
         return "help";
       case "-n":
-      case "--np": {
-        const raw = value(flag, inline);
-        if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > maxRanks) {
-          throw new UsageError(`option ${flag} must be a whole number from 1 to ${maxRanks}; got ${JSON.stringify(raw)}`);
-        }
-        np = Number(raw);
+      case "--np":
+        np = opts.int(flag, 1, maxRanks);
         break;
-      }
-      case "--pool": {
-        pools.push(value(flag, inline));
+      case "--pool":
+        pools.push(opts.value(flag));
         break;
-      }
-      case "--repeat": {
-        const raw = value(flag, inline);
-        if (!/^\d+$/.test(raw) || Number(raw) < 1 || Number(raw) > 1000) {
-          throw new UsageError(`option --repeat must be a whole number from 1 to 1000; got ${JSON.stringify(raw)}`);
-        }
-        repeat = Number(raw);
+      case "--repeat":
+        repeat = opts.int(flag, 1, 1000);
         break;
-      }
       case "--report":
-        report = value(flag, inline);
+        report = opts.value(flag);
         break;
       case "--trace-dir":
-        traceDir = value(flag, inline);
+        traceDir = opts.value(flag);
         break;
-      case "--timeout": {
-        const raw = value(flag, inline);
-        const n = Number(raw);
-        if (!Number.isFinite(n) || n <= 0) throw new UsageError(`option --timeout must be a positive number; got ${JSON.stringify(raw)}`);
-        timeoutSeconds = n;
+      case "--timeout":
+        timeoutSeconds = opts.positive(flag);
         break;
-      }
       default:
-        throw new UsageError(`unknown option ${JSON.stringify(arg)} (see workpool compare --help)`);
+        opts.unknown(flag, "compare");
     }
   }
   for (const spec of pools) {
@@ -346,8 +322,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
       throw new UsageError(`option --pool: ${(e as Error).message}`);
     }
   }
-  const appArg = argv[i];
-  if (appArg === undefined) throw new UsageError("missing <app> (see workpool compare --help)");
+  const { app, args } = opts.app("compare");
   return {
     np,
     pools: pools.length > 0 ? pools : defaultPools(),
@@ -355,7 +330,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
     report,
     traceDir,
     timeoutSeconds,
-    app: resolveApp(appArg),
-    args: argv.slice(i + 1),
+    app: resolveApp(app),
+    args,
   };
 }

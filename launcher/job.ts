@@ -209,7 +209,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
   if (failure) {
     const r = ranks[failure.rank] as Rank;
     const how = failure.signal !== null ? `killed by ${failure.signal}` : `exit code ${failure.code}`;
-    const why = r.lastError ?? r.lastStderr;
+    // One summary line: a multi-line message (an assertion diff, say) is cut at its first line.
+    const full = r.lastError ?? r.lastStderr;
+    const firstLine = full?.split("\n").find((l) => l.trim() !== "");
+    const why = firstLine !== undefined && firstLine !== full?.trim() ? `${firstLine.trim()} (...)` : firstLine;
     process.stderr.write(`workpool: rank ${failure.rank} failed (${how})${why ? `: ${why}` : ""}\n`);
     if (failure.signal !== null) return 128 + signalNumber(failure.signal);
     return failure.code && failure.code > 0 && failure.code < 256 ? failure.code : 1;

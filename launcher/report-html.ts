@@ -22,7 +22,8 @@ const BUCKETS = 300;
 
 /** Busy fraction per time bucket per rank, from a trace's task spans. */
 function timeline(tracePath: string | undefined, np: number): { svg: string; ranks: number } {
-  if (!tracePath || !existsSync(tracePath)) return { svg: "<p>No trace recorded for this configuration.</p>", ranks: 0 };
+  if (!tracePath || !existsSync(tracePath))
+    return { svg: "<p>No trace recorded for this configuration.</p>", ranks: 0 };
   const events = (JSON.parse(readFileSync(tracePath, "utf8")) as { traceEvents: Span[] }).traceEvents;
   const spans = events.filter((e) => e.ph === "X");
   if (spans.length === 0) return { svg: "<p>The trace holds no spans.</p>", ranks: 0 };
@@ -53,7 +54,9 @@ function timeline(tracePath: string | undefined, np: number): { svg: string; ran
     for (let k = 0; k < BUCKETS; k++) {
       const f = Math.min(1, row[k] ?? 0);
       if (f <= 0.01) continue;
-      cells.push(`<rect x="${(label + k * bw).toFixed(1)}" y="${y}" width="${bw.toFixed(2)}" height="${rowH - 1}" fill-opacity="${f.toFixed(2)}"/>`);
+      cells.push(
+        `<rect x="${(label + k * bw).toFixed(1)}" y="${y}" width="${bw.toFixed(2)}" height="${rowH - 1}" fill-opacity="${f.toFixed(2)}"/>`,
+      );
     }
     parts.push(
       `<g class="rank" data-rank="${r}"><rect class="idle" x="${label}" y="${y}" width="${WIDTH - label}" height="${rowH - 1}"/>` +
@@ -64,7 +67,10 @@ function timeline(tracePath: string | undefined, np: number): { svg: string; ran
   }
   const h = np * rowH + 20;
   const axis = `<text x="${label}" y="${h - 4}">0 ms</text><text x="${WIDTH - 4}" y="${h - 4}" text-anchor="end">${(span / 1000).toFixed(1)} ms</text>`;
-  return { svg: `<svg class="timeline" width="${WIDTH}" height="${h}" viewBox="0 0 ${WIDTH} ${h}">${parts.join("")}${axis}</svg>`, ranks: np };
+  return {
+    svg: `<svg class="timeline" width="${WIDTH}" height="${h}" viewBox="0 0 ${WIDTH} ${h}">${parts.join("")}${axis}</svg>`,
+    ranks: np,
+  };
 }
 
 function barChart(rows: readonly Row[]): string {

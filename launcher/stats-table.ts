@@ -1,33 +1,17 @@
-/** A pool statistics record as ranks report it (lib/pool/pool.ts). */
+import type { PoolConfig, PoolStats } from "../lib/index.ts";
+import { formatTable } from "./table.ts";
+
+/** A pool statistics record as ranks report it over the lifeline (lib/pool/pool.ts). */
 export interface StatsRecord {
   readonly rank: number;
   readonly pool: string;
   readonly run: number;
-  readonly config: Record<string, unknown>;
-  readonly stats: {
-    tasksExecuted: number;
-    tasksPut: number;
-    messagesSent: number;
-    bytesSent: number;
-    busyMs: number;
-    idleMs: number;
-    wallMs: number;
-    startedAt: number;
-    lastTaskAt: number;
-    counters: Record<string, number>;
-  };
+  readonly config: PoolConfig;
+  readonly stats: PoolStats;
 }
 
 function fmt(n: number): string {
   return Math.round(n).toLocaleString("en-US");
-}
-
-function table(rows: string[][]): string {
-  const widths: number[] = [];
-  for (const row of rows) row.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
-  return rows
-    .map((row) => row.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  "))
-    .join("\n");
 }
 
 /** One table per pool run: a row per rank and a total row; mode-specific counters as extra columns. */
@@ -63,7 +47,7 @@ export function formatStats(records: readonly StatsRecord[]): string {
     }
     rows.push(["all", ...total.map(fmt)]);
     const mode = String(group[0]?.config.mode ?? "");
-    out.push(`workpool: ${key} (${mode}) statistics\n${table(rows)}`);
+    out.push(`workpool: ${key} (${mode}) statistics\n${formatTable(rows)}`);
   }
   return out.join("\n\n");
 }

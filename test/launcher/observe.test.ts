@@ -12,7 +12,18 @@ function scratch(): string {
 }
 
 test("compare: a row per configuration, the fastest marked, results agree", async (t) => {
-  const r = await startWorkpool(["compare", "-n", "3", "--pool", "centralized", "--pool", "centralized,chunk=2", "--repeat", "2", RESULT]).result;
+  const r = await startWorkpool([
+    "compare",
+    "-n",
+    "3",
+    "--pool",
+    "centralized",
+    "--pool",
+    "centralized,chunk=2",
+    "--repeat",
+    "2",
+    RESULT,
+  ]).result;
   t.is(r.code, 0, r.stderr);
   const rows = r.stdout.split("\n").filter((l) => /^centralized/.test(l));
   t.is(rows.length, 2, r.stdout);
@@ -24,7 +35,19 @@ test("compare: a row per configuration, the fastest marked, results agree", asyn
 });
 
 test("compare: a disagreeing app is reported as such, with a non-zero status", async (t) => {
-  const r = await startWorkpool(["compare", "-n", "2", "--pool", "centralized", "--pool", "centralized,chunk=3", "--repeat", "1", RESULT, "--disagree"]).result;
+  const r = await startWorkpool([
+    "compare",
+    "-n",
+    "2",
+    "--pool",
+    "centralized",
+    "--pool",
+    "centralized,chunk=3",
+    "--repeat",
+    "1",
+    RESULT,
+    "--disagree",
+  ]).result;
   t.is(r.code, 1);
   t.regex(r.stdout, /results DISAGREE: 2 different rank-0 result lines/);
   t.regex(r.stdout, /\{"tasks":200,"total":20100\}\n\s+from centralized #1/);
@@ -45,7 +68,17 @@ test("--trace writes Trace Event Format JSON with one track per rank", async (t)
   const file = join(dir, "trace.json");
   const r = await run(["-n", "4", "--trace", file, TREE, "5", "4"]);
   t.is(r.code, 0, r.stderr);
-  const trace = JSON.parse(readFileSync(file, "utf8")) as { traceEvents: { ph: string; pid: number; name: string; args?: { name?: string }; ts?: number; dur?: number; id?: string }[] };
+  const trace = JSON.parse(readFileSync(file, "utf8")) as {
+    traceEvents: {
+      ph: string;
+      pid: number;
+      name: string;
+      args?: { name?: string };
+      ts?: number;
+      dur?: number;
+      id?: string;
+    }[];
+  };
   const names = trace.traceEvents.filter((e) => e.ph === "M" && e.name === "process_name");
   t.deepEqual(
     names.map((e) => [e.pid, e.args?.name]),
@@ -55,7 +88,8 @@ test("--trace writes Trace Event Format JSON with one track per rank", async (t)
     t.true(Number.isInteger(e.ts) && e.pid >= 0 && e.pid < 4, JSON.stringify(e));
   }
   // Every worker ran tasks; the coordinator's track shows dealing; every flow that starts also ends.
-  for (const rank of [1, 2, 3]) t.true(trace.traceEvents.some((e) => e.pid === rank && e.ph === "X" && e.name.startsWith("task")));
+  for (const rank of [1, 2, 3])
+    t.true(trace.traceEvents.some((e) => e.pid === rank && e.ph === "X" && e.name.startsWith("task")));
   t.true(trace.traceEvents.some((e) => e.pid === 0 && e.name === "coordinating"));
   const starts = new Set(trace.traceEvents.filter((e) => e.ph === "s").map((e) => e.id));
   const ends = new Set(trace.traceEvents.filter((e) => e.ph === "f").map((e) => e.id));
@@ -82,11 +116,32 @@ test("compare --report renders in a real browser with a row, a bar and a timelin
   const { chromium: pw } = await import("playwright-core");
   const dir = scratch();
   const report = join(dir, "report.html");
-  const r = await startWorkpool(["compare", "-n", "3", "--pool", "centralized", "--pool", "centralized,chunk=2", "--repeat", "1", "--report", report, TREE, "5", "4"]).result;
+  const r = await startWorkpool([
+    "compare",
+    "-n",
+    "3",
+    "--pool",
+    "centralized",
+    "--pool",
+    "centralized,chunk=2",
+    "--repeat",
+    "1",
+    "--report",
+    report,
+    TREE,
+    "5",
+    "4",
+  ]).result;
   t.is(r.code, 0, r.stderr);
   const browser = await pw.launch({
     executablePath: chromium,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
   });
   try {
     const page = await browser.newPage();

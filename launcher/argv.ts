@@ -1,0 +1,65 @@
+import { UsageError } from "./usage-error.ts";
+
+/**
+ * Reads a subcommand's options up to its app argument: `--flag value`, `--flag=value`, `-f value`, switches,
+ * and `--` to end the options. Every bad value is a UsageError naming the option.
+ */
+export class OptionReader {
+  private i = -1;
+  private inline: string | undefined;
+
+  constructor(private readonly argv: readonly string[]) {}
+
+  /** The next option's flag, or undefined where the options end (the app argument, or after `--`). */
+  next(): string | undefined {
+    const arg = this.argv[++this.i];
+    if (arg === undefined) return undefined;
+    if (arg === "--") {
+      this.i++;
+      return undefined;
+    }
+    if (!arg.startsWith("-") || arg === "-") return undefined;
+    const eq = arg.startsWith("--") ? arg.indexOf("=") : -1;
+    this.inline = eq > 0 ? arg.slice(eq + 1) : undefined;
+    return eq > 0 ? arg.slice(0, eq) : arg;
+  }
+
+  /** The current option's value (inline after `=`, or the next argument). */
+  value(flag: string): string {
+    if (this.inline !== undefined) return this.inline;
+    const v = this.argv[++this.i];
+    if (v === undefined) throw new UsageError(`option ${flag} needs a value`);
+    return v;
+  }
+
+  /** A whole number from min to max. */
+  int(flag: string, min: number, max: number): number {
+    const raw = this.value(flag);
+    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      throw new UsageError(`option ${flag} must be a whole number from ${min} to ${max}; got ${JSON.stringify(raw)}`);
+    }
+    return Number(raw);
+  }
+
+  /** A positive number. */
+  positive(flag: string): number {
+    const raw = this.value(flag);
+    const n = Number(raw);
+    if (raw.trim() === "" || !Number.isFinite(n) || n <= 0) {
+      throw new UsageError(`option ${flag} must be a positive number; got ${JSON.stringify(raw)}`);
+    }
+    return n;
+  }
+
+  /** The app argument (required) and everything after it, unchanged. */
+  app(command: string): { app: string; args: string[] } {
+    const app = this.argv[this.i];
+    if (app === undefined) throw new UsageError(`missing <app> (see workpool ${command} --help)`);
+    return { app, args: this.argv.slice(this.i + 1) };
+  }
+
+  unknown(flag: string, command: string): never {
+    const arg = this.inline !== undefined ? `${flag}=${this.inline}` : flag;
+    throw new UsageError(`unknown option ${JSON.stringify(arg)} (see workpool ${command} --help)`);
+  }
+}

@@ -1,0 +1,64 @@
+import { existsSync } from "node:fs";
+import { setTimeout as delay } from "node:timers/promises";
+
+/** True while a process with this pid exists (signal 0 only checks). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === "ESRCH") return false;
+    throw e;
+  }
+}
+
+/** Pids in `pids` that still exist. */
+export function alive(pids: readonly number[]): number[] {
+  return pids.filter(isAlive);
+}
+
+/**
+ * Waits for a condition that another process brings about (processes exiting, a folder being removed):
+ * checks every `everyMs` and gives up at `deadlineMs`. Resolves to whether the condition came true.
+ * This waits for an event we cannot subscribe to; the deadline only bounds a failing test.
+ */
+export async function until(condition: () => boolean, everyMs = 20, deadlineMs = 15_000): Promise<boolean> {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    if (condition()) return true;
+    if (Date.now() > end) return false;
+    await delay(everyMs);
+  }
+}
+
+/** Waits until none of `pids` exists; resolves to the ones still alive at the deadline (empty on success). */
+export async function waitUntilGone(pids: readonly number[]): Promise<number[]> {
+  await until(() => alive(pids).length === 0);
+  return alive(pids);
+}
+
+/** Waits until `path` no longer exists; resolves to whether it went away before the deadline. */
+export function waitUntilRemoved(path: string): Promise<boolean> {
+  return until(() => !existsSync(path));
+}
+
+export interface ReadyRank {
+  readonly rank: number;
+  readonly pid: number;
+  /** The job folder (WORKPOOL_IPC_DIR) the launcher made. */
+  readonly dir: string;
+}
+
+/** Parses the `[r] ready <rank> <pid> <dir>` lines printed by test/fixtures/stuck.ts and throw.ts. */
+export function parseReady(lines: readonly string[]): ReadyRank[] {
+  return lines
+    .map((line) => {
+      const m = /^(?:\[\d+\] )?ready (\d+) (\d+) (\S+)$/.exec(line);
+      if (!m) throw new Error(`not a ready line: ${JSON.stringify(line)}`);
+      return { rank: Number(m[1]), pid: Number(m[2]), dir: m[3] as string };
+    })
+    .sort((a, b) => a.rank - b.rank);
+}
+
+/** Matches the ready lines of a launched job (with rank prefix). */
+export const READY = /^\[\d+\] ready \d+ \d+ \S+$/;

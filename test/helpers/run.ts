@@ -1,0 +1,134 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The repository root; every command runs there, so fixture paths may be given relative to it. */
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const BIN = join(ROOT, "bin", "workpool.js");
+
+/** Absolute path of a file or folder in test/fixtures/. */
+export function fixture(name: string): string {
+  return join(ROOT, "test", "fixtures", name);
+}
+
+export interface RunResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface Running {
+  readonly child: ChildProcess;
+  readonly pid: number;
+  /** Settles when the process has exited and both output streams have closed. */
+  readonly result: Promise<RunResult>;
+  /**
+   * Resolves with the first `count` stdout lines that match `pattern`, as soon as they have all arrived
+   * (lines seen before the call count too). Rejects if the process ends first.
+   */
+  lines(pattern: RegExp, count: number): Promise<string[]>;
+}
+
+interface LineWaiter {
+  readonly pattern: RegExp;
+  readonly count: number;
+  readonly found: string[];
+  readonly resolve: (lines: string[]) => void;
+  readonly reject: (e: Error) => void;
+}
+
+/** The environment for a child: ours, minus anything that would make a child think it is a rank. */
+function childEnv(extra: NodeJS.ProcessEnv | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("WORKPOOL_")) env[k] = v;
+  return { ...env, ...extra };
+}
+
+/** Starts `node args...` in the repository root and collects its output. */
+export function startNode(args: readonly string[], env?: NodeJS.ProcessEnv): Running {
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: childEnv(env), stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  let partial = "";
+  const seen: string[] = [];
+  const waiters: LineWaiter[] = [];
+  let ended = false;
+
+  const offer = (w: LineWaiter, line: string): boolean => {
+    if (w.pattern.test(line)) w.found.push(line);
+    if (w.found.length < w.count) return false;
+    w.resolve(w.found);
+    return true;
+  };
+
+  child.stdout.setEncoding("utf8");
+  child.stderr.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => {
+    stdout += chunk;
+    const parts = (partial + chunk).split("\n");
+    partial = parts.pop() ?? "";
+    for (const line of parts) {
+      seen.push(line);
+      for (let i = waiters.length - 1; i >= 0; i--) if (offer(waiters[i] as LineWaiter, line)) waiters.splice(i, 1);
+    }
+  });
+  child.stderr.on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+
+  const result = new Promise<RunResult>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      ended = true;
+      for (const w of waiters.splice(0)) {
+        w.reject(
+          new Error(
+            `process ended (code ${code}, signal ${signal}) after ${w.found.length} of ${w.count} lines matching ${w.pattern}\n` +
+              `stdout:\n${stdout}\nstderr:\n${stderr}`,
+          ),
+        );
+      }
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+
+  const lines = (pattern: RegExp, count: number): Promise<string[]> =>
+    new Promise<string[]>((resolve, reject) => {
+      const w: LineWaiter = { pattern, count, found: [], resolve, reject };
+      for (const line of seen) if (offer(w, line)) return;
+      if (ended)
+        reject(new Error(`process already ended with ${w.found.length} of ${count} lines matching ${pattern}`));
+      else waiters.push(w);
+    });
+
+  if (child.pid === undefined) throw new Error("could not start node");
+  return { child, pid: child.pid, result, lines };
+}
+
+/** Starts `workpool args...` (the real CLI, `node bin/workpool.js`). */
+export function startWorkpool(args: readonly string[], env?: NodeJS.ProcessEnv): Running {
+  return startNode([BIN, ...args], env);
+}
+
+/** Starts `workpool launch args...`. */
+export function launch(args: readonly string[], env?: NodeJS.ProcessEnv): Running {
+  return startWorkpool(["launch", ...args], env);
+}
+
+/** Runs `workpool launch args...` to the end. */
+export function run(args: readonly string[], env?: NodeJS.ProcessEnv): Promise<RunResult> {
+  return launch(args, env).result;
+}
+
+/** Runs a fixture as a plain one-rank program, without the launcher (how a user runs an app under a debugger). */
+export function runAlone(file: string, args: readonly string[] = []): Promise<RunResult> {
+  return startNode(["--import", "tsx", "--conditions=workpool-source", file, ...args]).result;
+}
+
+/** Stdout (or stderr) split into lines, without the empty string after the last newline. */
+export function linesOf(text: string): string[] {
+  const lines = text.split("\n");
+  if (lines.at(-1) === "") lines.pop();
+  return lines;
+}

@@ -1,0 +1,64 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import test from "ava";
+import { ROOT, startWorkpool } from "../helpers/run.ts";
+
+const HELLO = "test/fixtures/hello.ts";
+const version = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+
+// Each bad command line gets exactly one stderr line, naming what was wrong, exit status 2, and starts nothing.
+const bad: [string, string[], string[]][] = [
+  ["-n 0", ["launch", "-n", "0", HELLO], ["-n", '"0"']],
+  ["-n 1025", ["launch", "-n", "1025", HELLO], ["-n", '"1025"', "1024"]],
+  ["-n abc", ["launch", "-n", "abc", HELLO], ["-n", '"abc"']],
+  ["--np=2.5", ["launch", "--np=2.5", HELLO], ["--np", '"2.5"']],
+  ["-n without a value", ["launch", "-n"], ["-n", "needs a value"]],
+  ["an unknown option", ["launch", "--bogus", HELLO], ['"--bogus"']],
+  ["a missing app file", ["launch", "-n", "2", "test/fixtures/no-such-app.ts"], ["no-such-app.ts", "does not exist"]],
+  ["an app with a bad extension", ["launch", "test/fixtures/not-an-app.txt"], ["not-an-app.txt", ".ts"]],
+  ["a folder with no entry", ["launch", "test/helpers"], ["test/helpers", "main.ts"]],
+  ["a missing app argument", ["launch", "-n", "2"], ["missing <app>"]],
+  ["a --pool spec with an unknown key", ["launch", "--pool", "centralized,bogus=1", HELLO], ["--pool", "bogus"]],
+  ["a --pool spec with an unknown mode", ["launch", "--pool", "scattered", HELLO], ["--pool", "scattered"]],
+  ["--timeout -1", ["launch", "--timeout", "-1", HELLO], ["--timeout", '"-1"']],
+  ["--timeout 0", ["launch", "--timeout=0", HELLO], ["--timeout", '"0"']],
+  ["--transport udp", ["launch", "--transport", "udp", HELLO], ["--transport", '"udp"']],
+  ["an unknown command", ["frobnicate"], ['"frobnicate"']],
+];
+
+for (const [what, args, mentions] of bad) {
+  test(`${what}: one stderr line and status 2`, async (t) => {
+    const result = await startWorkpool(args).result;
+    t.is(result.code, 2, result.stderr);
+    t.is(result.stdout, "");
+    t.regex(result.stderr, /^workpool: [^\n]+\n$/);
+    for (const m of mentions) t.true(result.stderr.includes(m), `${JSON.stringify(result.stderr)} mentions ${m}`);
+  });
+}
+
+test("workpool --help prints usage and exits 0", async (t) => {
+  const result = await startWorkpool(["--help"]).result;
+  t.is(result.code, 0);
+  t.regex(result.stdout, /^Usage: workpool <command>/);
+  t.true(result.stdout.includes("launch"));
+  t.is(result.stderr, "");
+});
+
+test("workpool launch --help prints the launch options and exits 0", async (t) => {
+  const result = await startWorkpool(["launch", "--help"]).result;
+  t.is(result.code, 0);
+  t.regex(result.stdout, /^Usage: workpool launch/);
+  for (const option of ["--np", "--pool", "--timeout", "--transport", "--no-prefix"]) {
+    t.true(result.stdout.includes(option), option);
+  }
+  t.is(result.stderr, "");
+});
+
+for (const flag of ["--version", "-v"]) {
+  test(`workpool ${flag} prints the package version and exits 0`, async (t) => {
+    const result = await startWorkpool([flag]).result;
+    t.is(result.code, 0);
+    t.is(result.stdout, `${version}\n`);
+    t.is(result.stderr, "");
+  });
+}

@@ -1,0 +1,48 @@
+import test from "ava";
+import { fixture, linesOf, run, runAlone } from "../helpers/run.ts";
+import { longLine, SOLO_TEXT } from "../helpers/text.ts";
+
+const LINES = fixture("lines.ts");
+
+test("every output line carries its rank prefix and lines of concurrent ranks never mix", async (t) => {
+  const size = 4;
+  const count = 150;
+  const length = 6000;
+  const result = await run(["-n", String(size), LINES, "all", String(count), String(length)]);
+  t.is(result.code, 0, result.stderr.slice(0, 2000));
+  const next = new Array<number>(size).fill(0);
+  let bad = 0;
+  for (const line of linesOf(result.stdout)) {
+    const m = /^\[(\d+)\] rank (\d+) line (\d+) /.exec(line);
+    const r = Number(m?.[1]);
+    const i = next[r] ?? -1;
+    // Each line must be exactly the next line of the rank its prefix names.
+    if (!m || line !== `[${r}] ${longLine(r, i, length)}`) {
+      if (bad++ < 3) t.fail(`unexpected line (${line.length} chars): ${line.slice(0, 80)}...`);
+      continue;
+    }
+    next[r] = i + 1;
+  }
+  t.is(bad, 0);
+  t.deepEqual(next, new Array<number>(size).fill(count));
+  const errs = linesOf(result.stderr);
+  for (let r = 0; r < size; r++) {
+    const mine = errs.filter((l) => l.startsWith(`[${r}] `));
+    t.deepEqual(
+      mine,
+      Array.from({ length: count / 10 }, (_, k) => `[${r}] rank ${r} err ${k * 10}`),
+    );
+  }
+  t.is(errs.length, (size * count) / 10);
+});
+
+test("with --no-prefix, rank 0's output reads exactly as when the app runs alone", async (t) => {
+  const launched = await run(["-n", "3", "--no-prefix", LINES, "solo"]);
+  const alone = await runAlone(LINES, ["solo"]);
+  t.is(launched.code, 0, launched.stderr);
+  t.is(alone.code, 0, alone.stderr);
+  t.is(launched.stdout, SOLO_TEXT);
+  t.is(alone.stdout, SOLO_TEXT);
+  t.is(launched.stderr, "solo stderr\n");
+  t.is(alone.stderr, "solo stderr\n");
+});

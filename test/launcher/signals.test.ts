@@ -1,0 +1,41 @@
+import { existsSync } from "node:fs";
+import test from "ava";
+import { alive, parseReady, READY, waitUntilGone, waitUntilRemoved } from "../helpers/pids.ts";
+import { fixture, launch, linesOf, run } from "../helpers/run.ts";
+
+// test/fixtures/stuck.ts: every rank prints `ready <rank> <pid> <job folder>` and waits forever.
+const STUCK = fixture("stuck.ts");
+
+for (const [signal, status] of [
+  ["SIGINT", 130],
+  ["SIGTERM", 143],
+] as const) {
+  test(`${signal} to the launcher stops every rank and exits ${status}`, async (t) => {
+    const job = launch(["-n", "4", STUCK]);
+    const ready = parseReady(await job.lines(READY, 4));
+    job.child.kill(signal);
+    const result = await job.result;
+    t.is(result.code, status);
+    t.is(linesOf(result.stderr).at(-1), `workpool: received ${signal}; stopping 4 ranks`);
+    t.deepEqual(alive(ready.map((r) => r.pid)), []);
+    t.false(existsSync(ready[0]?.dir as string), "job folder removed");
+  });
+}
+
+test("SIGKILL to the launcher: every rank goes away anyway and the job folder is removed", async (t) => {
+  const job = launch(["-n", "4", STUCK]);
+  const ready = parseReady(await job.lines(READY, 4));
+  job.child.kill("SIGKILL");
+  const result = await job.result;
+  t.is(result.signal, "SIGKILL");
+  // Nobody is left to report the ranks' exit: wait for the condition (the ranks see their lifeline close; the
+  // detached reaper also kills them and removes the folder), with a bounded deadline.
+  t.deepEqual(await waitUntilGone(ready.map((r) => r.pid)), []);
+  t.true(await waitUntilRemoved(ready[0]?.dir as string), "job folder removed by the reaper");
+});
+
+test("--timeout ends a job that runs too long with status 124", async (t) => {
+  const result = await run(["--timeout", "0.5", "-n", "2", STUCK]);
+  t.is(result.code, 124);
+  t.is(linesOf(result.stderr).at(-1), "workpool: job timed out after 0.5 s; stopping 2 ranks");
+});
