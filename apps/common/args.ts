@@ -1,24 +1,27 @@
-import { InputError } from "./errors.ts";
+import { badInputLine, InputError } from "./errors.ts";
 
-/** What an app option takes: a value (string) or nothing (a switch). */
-export type OptionSpec = Record<string, "value" | "switch">;
+/**
+ * What an app option takes: a value (string), nothing (a switch), or a list: every argument up to the next
+ * `--option` (`--pgm a.pgm b.pgm`); a repeated list option appends.
+ */
+export type OptionSpec = Record<string, "value" | "switch" | "list">;
 
 export type ParsedArgs<S extends OptionSpec> = {
-  [K in keyof S]?: S[K] extends "value" ? string : boolean;
+  [K in keyof S]?: S[K] extends "value" ? string : S[K] extends "list" ? string[] : boolean;
 };
 
 /**
- * Parses `--name value`, `--name=value` and `--switch` options of an app. Unknown options, missing values and
- * stray arguments are an InputError naming the option, so the app can print one clear line.
+ * Parses `--name value`, `--name=value`, `--switch` and `--list v1 v2 ...` options of an app. Unknown options,
+ * missing values and stray arguments are an InputError naming the option, so the app can print one clear line.
  */
 export function parseArgs<S extends OptionSpec>(app: string, argv: readonly string[], spec: S): ParsedArgs<S> {
-  const out: Record<string, string | boolean> = {};
+  const out: Record<string, string | boolean | string[]> = {};
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (!arg.startsWith("--")) throw new InputError(`${app}: unexpected argument ${JSON.stringify(arg)}`);
     const eq = arg.indexOf("=");
     const name = arg.slice(2, eq > 0 ? eq : undefined);
-    const kind = spec[name];
+    const kind = Object.hasOwn(spec, name) ? spec[name] : undefined;
     if (kind === undefined) {
       const known = Object.keys(spec).map((k) => `--${k}`);
       throw new InputError(`${app}: unknown option --${name} (known: ${known.join(", ")})`);
@@ -26,6 +29,14 @@ export function parseArgs<S extends OptionSpec>(app: string, argv: readonly stri
     if (kind === "switch") {
       if (eq > 0) throw new InputError(`${app}: option --${name} takes no value`);
       out[name] = true;
+      continue;
+    }
+    if (kind === "list") {
+      const values = (out[name] as string[] | undefined) ?? [];
+      if (eq > 0) values.push(arg.slice(eq + 1));
+      while (i + 1 < argv.length && !(argv[i + 1] as string).startsWith("--")) values.push(argv[++i] as string);
+      if (values.length === 0) throw new InputError(`${app}: option --${name} needs at least one value`);
+      out[name] = values;
       continue;
     }
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
@@ -59,20 +70,15 @@ export function intOption(
 /**
  * Runs an app's main: bad input (an InputError, or a file that cannot be read) prints one line (`app: message`)
  * on rank 0 and exits with status 2 on every rank; anything else propagates (the launcher reports the rank).
+ * Bad input found while loading, when ranks may find it at different times, goes through `agreeOnInput` instead.
  */
 export async function runApp(app: string, rank: () => number, main: () => Promise<void>): Promise<void> {
   try {
     await main();
   } catch (e) {
-    const fsError = e as NodeJS.ErrnoException;
-    const message =
-      e instanceof InputError
-        ? e.message
-        : typeof fsError?.path === "string" && typeof fsError.code === "string"
-          ? `cannot read ${fsError.path}: ${fsError.code === "ENOENT" ? "no such file" : fsError.code}`
-          : undefined;
-    if (message === undefined) throw e;
-    if (rank() === 0) process.stderr.write(`${message.startsWith(app) ? "" : `${app}: `}${message}\n`);
+    const line = badInputLine(app, e);
+    if (line === undefined) throw e;
+    if (rank() === 0) process.stderr.write(`${line}\n`);
     process.exit(2);
   }
 }

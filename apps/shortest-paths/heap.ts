@@ -35,6 +35,11 @@ export class VertexHeap {
     return this.size > 0 ? this.dists[0]! : Number.POSITIVE_INFINITY;
   }
 
+  /** Vertex of the top entry (undefined behaviour when empty). */
+  peekVertex(): number {
+    return this.vertices[0]!;
+  }
+
   /** Removes the top entry; returns its vertex (its distance was `peek()`). */
   pop(): number {
     const vs = this.vertices;

@@ -7,12 +7,13 @@
  * With no input it solves a generated road-like grid (DEFAULT_GRAPH below).
  */
 import { type Pool, connect } from "workpool";
+import { agreeOnInput } from "../common/agree.ts";
 import { intOption, parseArgs, runApp } from "../common/args.ts";
 import { InputError } from "../common/errors.ts";
 import { type Relax, solveCentralized } from "./centralized.ts";
 import { dijkstra } from "./dijkstra.ts";
 import { readDimacs } from "./dimacs.ts";
-import { solveDistributed } from "./distributed.ts";
+import { solveDistributed, type Update } from "./distributed.ts";
 import { DEFAULT_GRAPH_SEED, generateGraph, parseGraphSpec } from "./generate.ts";
 import { arcCount, blockRange, type Graph } from "./graph.ts";
 import { summarize, writeDistances } from "./summary.ts";
@@ -26,43 +27,49 @@ await runApp(
   APP,
   () => world.rank,
   async () => {
-    const args = parseArgs(APP, process.argv.slice(2), {
-      graph: "value",
-      generate: "value",
-      seed: "value",
-      source: "value",
-      undirected: "switch",
-      verify: "switch",
-      out: "value",
-      json: "switch",
-    });
-    if (args.graph !== undefined && args.generate !== undefined) {
-      throw new InputError(`${APP}: give --graph FILE or --generate SPEC, not both`);
-    }
-    const seed = intOption(APP, "seed", args.seed, DEFAULT_GRAPH_SEED, 0, 2 ** 31 - 1);
-    const undirected = args.undirected ?? false;
-    const pool = world.pool<Relax>();
-    const variant = pool.config.mode;
-    const spec = args.graph === undefined ? parseGraphSpec(args.generate ?? DEFAULT_GRAPH) : undefined;
+    // Every rank parses and loads; bad input found on any rank ends every rank with one line (agreeOnInput).
+    const { args, pool, variant, load, graph, source } = await agreeOnInput(APP, world, async () => {
+      const args = parseArgs(APP, process.argv.slice(2), {
+        graph: "value",
+        generate: "value",
+        seed: "value",
+        source: "value",
+        undirected: "switch",
+        verify: "switch",
+        out: "value",
+        json: "switch",
+      });
+      if (args.graph !== undefined && args.generate !== undefined) {
+        throw new InputError(`${APP}: give --graph FILE or --generate SPEC, not both`);
+      }
+      const seed = intOption(APP, "seed", args.seed, DEFAULT_GRAPH_SEED, 0, 2 ** 31 - 1);
+      const undirected = args.undirected ?? false;
+      const pool = world.pool<Relax>();
+      const variant = pool.config.mode;
+      const spec = args.graph === undefined ? parseGraphSpec(args.generate ?? DEFAULT_GRAPH) : undefined;
 
-    // Load: the centralized variant gives every worker the whole graph; the distributed one, each rank its range.
-    const load = (range?: (n: number) => readonly [number, number]): Promise<Graph> | Graph => {
-      if (args.graph !== undefined) return readDimacs(args.graph, { undirected, range });
-      if (!spec) throw new InputError(`${APP}: no graph`);
-      const n = spec.kind === "grid" ? spec.rows * spec.cols : spec.n;
-      const [lo, hi] = range ? range(n) : [0, n];
-      return generateGraph(spec, seed, { undirected, lo, hi });
-    };
-    const graph =
-      variant === "distributed" ? await load((n) => blockRange(n, world.size, world.rank)) : await load();
-    const source = intOption(APP, "source", args.source, 1, 1, graph.n) - 1;
-    const arcs = await world.allreduce(variant === "distributed" ? arcCount(graph) : world.rank === 0 ? arcCount(graph) : 0, "sum");
+      // Load: the centralized variant gives every worker the whole graph; the distributed one, each rank its range.
+      const load = (range?: (n: number) => readonly [number, number]): Promise<Graph> | Graph => {
+        if (args.graph !== undefined) return readDimacs(args.graph, { undirected, range });
+        if (!spec) throw new InputError(`${APP}: no graph`);
+        const n = spec.kind === "grid" ? spec.rows * spec.cols : spec.n;
+        const [lo, hi] = range ? range(n) : [0, n];
+        return generateGraph(spec, seed, { undirected, lo, hi });
+      };
+      const graph = variant === "distributed" ? await load((n) => blockRange(n, world.size, world.rank)) : await load();
+      const source = intOption(APP, "source", args.source, 1, 1, graph.n) - 1;
+      return { args, pool, variant, load, graph, source };
+    });
+    const arcs = await world.allreduce(
+      variant === "distributed" ? arcCount(graph) : world.rank === 0 ? arcCount(graph) : 0,
+      "sum",
+    );
 
     await world.barrier();
     const t0 = performance.now();
     const dist =
       variant === "distributed"
-        ? await solveDistributed(world, pool as unknown as Pool<{ v: Int32Array; d: Float64Array }>, graph, source)
+        ? await solveDistributed(world, pool as unknown as Pool<Update>, graph, source)
         : await solveCentralized(world, pool, graph, source);
     const seconds = (performance.now() - t0) / 1000;
 
@@ -90,10 +97,14 @@ await runApp(
           }
         }
         if (bad >= 0) {
-          console.error(`${APP}: verify FAILED at vertex ${bad + 1}: Dijkstra says ${expected[bad]}, workpool says ${dist[bad]}`);
+          console.error(
+            `${APP}: verify FAILED at vertex ${bad + 1}: Dijkstra says ${expected[bad]}, workpool says ${dist[bad]}`,
+          );
           process.exitCode = 1;
         } else {
-          console.error(`${APP}: verified: all ${expected.length} distances equal Dijkstra's (${dijkstraSeconds.toFixed(3)} s sequential)`);
+          console.error(
+            `${APP}: verified: all ${expected.length} distances equal Dijkstra's (${dijkstraSeconds.toFixed(3)} s sequential)`,
+          );
         }
       }
     }
