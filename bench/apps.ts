@@ -1,0 +1,242 @@
+/**
+ * `npm run bench -- apps`: the two reference apps against their sequential algorithms, measured in the same
+ * run on the same machine.
+ *
+ * - Shortest paths: the app's solve time (its `--json` "seconds": after loading, until rank 0 has every
+ *   distance) for each variant at -n 2 and -n 3, beside sequential Dijkstra on the same graph (after loading). Graphs: the app's default grid, ../shared/data/graphs/DE.gr when it exists,
+ *   and every `.gr` named in BENCH_GRAPH (a list separated by `,` or the path delimiter).
+ *   Target: the distributed variant on two ranks is faster than Dijkstra.
+ * - Block matching on a generated 1280x720 sequence of 8 frames, 16x16 blocks, range 16: speedup over the
+ *   sequential search with two workers (centralized -n 3 = coordinator + 2 workers; distributed -n 2).
+ *   Target: >= 1.8x.
+ *
+ * Every parallel answer is checked against the sequential one (sum of distances; SAD total); a wrong answer, or
+ * a run that fails, is a miss whatever the times (the failures are listed under the tables). These are real CPU-bound runs, so the figures depend on the cores free: the
+ * measurements run in rounds (BENCH_ROUNDS, default 3), each round the sequential reference and then every
+ * configuration, so drifting machine load hits them alike; the tables give the best time of each (load from
+ * other work only ever adds time).
+ */
+import { existsSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { delimiter, join, relative } from "node:path";
+import { fmt, formatTable, ROOT, runJsonLines, type Suite, TSX_LOADER, WORKPOOL_BIN } from "./harness.ts";
+
+const SHORTEST_PATHS = join(ROOT, "apps", "shortest-paths");
+const BLOCK_MATCHING = join(ROOT, "apps", "block-matching");
+const DIJKSTRA = join(ROOT, "bench", "programs", "dijkstra.ts");
+const BM_SEQ = join(ROOT, "bench", "programs", "bm-seq.ts");
+
+/** What `apps/shortest-paths` generates with no input (its DEFAULT_GRAPH). */
+const DEFAULT_GRAPH = "grid:600x600";
+const DE = join(ROOT, "..", "shared", "data", "graphs", "DE.gr");
+const SEQUENCE = "1280x720:8";
+const BLOCK = 16;
+const RANGE = 16;
+const TIMEOUT_MS = 600_000;
+
+interface PathsJson {
+  reachable: number;
+  sum: number;
+  seconds: number;
+  variant: string;
+}
+interface BlocksJson {
+  blocks: number;
+  sadTotal: number;
+  seconds: number;
+}
+
+/** Runs a program under tsx (as ranks run) and returns its last JSON line. */
+async function program<T>(file: string, args: string[]): Promise<T> {
+  const lines = await runJsonLines(process.execPath, ["--import", TSX_LOADER, file, ...args], {
+    timeoutMs: TIMEOUT_MS,
+  });
+  const last = lines.at(-1);
+  if (!last) throw new Error(`no result line from ${relative(ROOT, file)} ${args.join(" ")}`);
+  return last as T;
+}
+
+/** Runs `workpool launch -n N --pool MODE app args... --json` and returns rank 0's JSON line. */
+async function launch<T>(np: number, pool: string, app: string, args: string[]): Promise<T> {
+  const flags = ["launch", "-n", String(np), "--no-prefix", "--pool", pool];
+  const lines = await runJsonLines(process.execPath, [WORKPOOL_BIN, ...flags, app, ...args, "--json"], {
+    timeoutMs: TIMEOUT_MS,
+  });
+  const last = lines.at(-1);
+  if (!last) throw new Error(`no result line from ${relative(ROOT, app)} -n ${np} --pool ${pool}`);
+  return last as T;
+}
+
+/** The graphs to solve: [label, dijkstra.ts input, app arguments]. */
+function graphs(): [string, string, string[]][] {
+  const list: [string, string, string[]][] = [[`default (${DEFAULT_GRAPH})`, DEFAULT_GRAPH, []]];
+  const named = (process.env.BENCH_GRAPH ?? "").split(new RegExp(`[,${delimiter}]`));
+  const files = [...(existsSync(DE) ? [DE] : []), ...named].map((f) => f.trim()).filter((f) => f !== "");
+  for (const file of new Set(files)) {
+    if (!existsSync(file)) throw new Error(`BENCH_GRAPH: no such file ${file}`);
+    list.push([relative(ROOT, file), file, ["--graph", file]]);
+  }
+  return list;
+}
+
+const load = () =>
+  loadavg()
+    .map((x) => x.toFixed(1))
+    .join(" ");
+
+/** Rounds of measurements; each round runs the sequential reference and then every parallel configuration. */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
+
+/** Times of one parallel configuration and of the sequential reference, over the rounds. */
+interface Samples {
+  readonly parallel: number[];
+  readonly sequential: number[];
+  /** Rounds whose answer differed from the sequential one. */
+  wrong: number;
+  /** Rounds whose run failed. */
+  failed: number;
+}
+
+const newSamples = (): Samples => ({ parallel: [], sequential: [], wrong: 0, failed: 0 });
+const answer = (s: Samples): string =>
+  s.wrong + s.failed === 0
+    ? "same"
+    : [s.wrong && `${s.wrong} WRONG`, s.failed && `${s.failed} FAILED`].filter(Boolean).join(", ");
+/**
+ * Runs one parallel configuration into `s`; `same` checks its answer against the sequential one. A failed run
+ * is counted in `s` and described in `failures`.
+ */
+async function sample<T extends { seconds: number }>(
+  failures: string[],
+  s: Samples,
+  sequentialSeconds: number,
+  run: () => Promise<T>,
+  same: (r: T) => boolean,
+): Promise<void> {
+  try {
+    const r = await run();
+    s.parallel.push(r.seconds);
+    s.sequential.push(sequentialSeconds);
+    if (!same(r)) s.wrong++;
+  } catch (e) {
+    s.failed++;
+    failures.push((e instanceof Error ? e.message : String(e)).split("\n").slice(0, 3).join(" | "));
+  }
+}
+const best = (values: readonly number[]): number => Math.min(...values);
+/** Best sequential time over best parallel time: other work on the machine only ever adds time. */
+const speedup = (s: Samples): number => (s.parallel.length > 0 ? best(s.sequential) / best(s.parallel) : Number.NaN);
+
+export const suite: Suite = {
+  name: "apps",
+  description: "shortest paths vs sequential Dijkstra; block matching speedup over the sequential search",
+  async run() {
+    let targets = 0;
+    let misses = 0;
+    const failures: string[] = [];
+    const verdict = (ok: boolean) => {
+      targets++;
+      if (!ok) misses++;
+      return ok ? "pass" : "MISS";
+    };
+    process.stdout.write(
+      `This machine has ${cpus().length} cores; every rank is a process, so -n 3 puts 3 processes on them.\n` +
+        `${ROUNDS} rounds (BENCH_ROUNDS); each round runs the sequential reference, then every configuration once.\n` +
+        "Times are the best of the rounds (other work on the machine only adds time); speedup = best sequential /\n" +
+        "best parallel.\n\n",
+    );
+
+    const configs = [
+      ["centralized", 2],
+      ["centralized", 3],
+      ["distributed", 2],
+      ["distributed", 3],
+    ] as const;
+    const rows: string[][] = [
+      ["graph", "variant", "ranks", "solve s", "Dijkstra s", "speedup", "answer", "target", ""],
+    ];
+    for (const [label, input, args] of graphs()) {
+      const samples = configs.map(newSamples);
+      for (let round = 0; round < ROUNDS; round++) {
+        const seq = await program<PathsJson>(DIJKSTRA, [input, "3"]);
+        for (const [i, [variant, np]] of configs.entries()) {
+          await sample(
+            failures,
+            samples[i] as Samples,
+            seq.seconds,
+            () => launch<PathsJson>(np, variant, SHORTEST_PATHS, args),
+            (r) => r.sum === seq.sum && r.reachable === seq.reachable,
+          );
+        }
+      }
+      for (const [i, [variant, np]] of configs.entries()) {
+        const s = samples[i] as Samples;
+        const checked = variant === "distributed" && np === 2;
+        const x = speedup(s);
+        rows.push([
+          label,
+          variant,
+          String(np),
+          fmt(best(s.parallel)),
+          fmt(best(s.sequential)),
+          `${fmt(x)}x`,
+          answer(s),
+          checked ? "> 1x" : answer(s) !== "same" ? "correct" : "-",
+          checked ? verdict(x > 1 && answer(s) === "same") : answer(s) !== "same" ? verdict(false) : "",
+        ]);
+      }
+    }
+    process.stdout.write(
+      "Shortest paths from vertex 1: the app's solve time after loading (--json seconds) beside sequential\n" +
+        "Dijkstra on the same graph (each round: the best of 3 runs in one process, after loading).\n",
+    );
+    process.stdout.write(`${formatTable(rows)}\n\n`);
+
+    const bmConfigs = [
+      ["centralized", 3, 2],
+      ["distributed", 2, 2],
+    ] as const;
+    const appArgs = ["--generate", SEQUENCE, "--block", String(BLOCK), "--range", String(RANGE)];
+    const bmSamples = bmConfigs.map(newSamples);
+    let blocks = 0;
+    for (let round = 0; round < ROUNDS; round++) {
+      const seq = await program<BlocksJson>(BM_SEQ, [SEQUENCE, String(BLOCK), String(RANGE)]);
+      blocks = seq.blocks;
+      for (const [i, [variant, np]] of bmConfigs.entries()) {
+        await sample(
+          failures,
+          bmSamples[i] as Samples,
+          seq.seconds,
+          () => launch<BlocksJson>(np, variant, BLOCK_MATCHING, appArgs),
+          (r) => r.sadTotal === seq.sadTotal && r.blocks === seq.blocks,
+        );
+      }
+    }
+    const bmRows: string[][] = [
+      ["block matching", "ranks", "workers", "solve s", "sequential s", "speedup", "answer", "target", ""],
+    ];
+    for (const [i, [variant, np, workers]] of bmConfigs.entries()) {
+      const s = bmSamples[i] as Samples;
+      const x = speedup(s);
+      bmRows.push([
+        variant,
+        String(np),
+        String(workers),
+        fmt(best(s.parallel)),
+        fmt(best(s.sequential)),
+        `${fmt(x)}x`,
+        answer(s),
+        ">= 1.8x",
+        verdict(x >= 1.8 && answer(s) === "same"),
+      ]);
+    }
+    process.stdout.write(
+      `Block matching, generated ${SEQUENCE}, ${BLOCK}x${BLOCK} blocks, range ${RANGE} (${fmt(blocks)} blocks): ` +
+        "the app's solve time vs\nthe sequential search in one process (matchFrame over the frame pairs, early exit on).\n",
+    );
+    process.stdout.write(`${formatTable(bmRows)}\n`);
+    for (const f of failures) process.stdout.write(`failed run: ${f}\n`);
+    process.stdout.write(`Load average (1, 5, 15 min) at the end: ${load()}\n`);
+    return { targets, misses };
+  },
+};
