@@ -75,11 +75,15 @@ export async function runJob(opts: JobOptions): Promise<number> {
   const stdout = progress ? progress.around(process.stdout) : process.stdout;
   const stderr = progress ? progress.around(process.stderr) : process.stderr;
   let failure: Failure | undefined;
+  /** Ranks that failed before any was stopped, in exit order (several often fail on the same bad input). */
+  const ownFailures: Failure[] = [];
+  let stopping = false;
   let stopReason: string | undefined;
   let exitStatus: number | undefined;
   let killTimer: NodeJS.Timeout | undefined;
 
   const stopAll = () => {
+    stopping = true;
     for (const r of ranks) if (!r.exited) signalGroup(r, "SIGTERM");
     killTimer ??= setTimeout(() => {
       for (const r of ranks) if (!r.exited) signalGroup(r, "SIGKILL");
@@ -172,7 +176,11 @@ export async function runJob(opts: JobOptions): Promise<number> {
       child.on("exit", (code, signal) => {
         r.exited = true;
         (child.stdio[3] as NodeJS.ReadableStream & { destroy?: () => void })?.destroy?.();
-        if ((code !== 0 || signal !== null) && !failure && stopReason === undefined) {
+        const failed = code !== 0 || signal !== null;
+        // A rank that fails before the job is being stopped failed on its own (not by our SIGTERM).
+        if (failed && stopReason === undefined && !stopping)
+          ownFailures.push({ rank: i, code, signal, message: undefined });
+        if (failed && !failure && stopReason === undefined) {
           failure = { rank: i, code, signal, message: undefined };
           stopAll();
         }
@@ -207,6 +215,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
     return exitStatus ?? 1;
   }
   if (failure) {
+    // Name the first rank that failed; if it left no message but another rank that failed on its own did
+    // (ranks often fail together on the same input), name that one instead.
+    const said = (f: Failure) => (ranks[f.rank] as Rank).lastError ?? (ranks[f.rank] as Rank).lastStderr;
+    if (!said(failure)) failure = ownFailures.find((f) => said(f)) ?? failure;
     const r = ranks[failure.rank] as Rank;
     const how = failure.signal !== null ? `killed by ${failure.signal}` : `exit code ${failure.code}`;
     // One summary line: a multi-line message (an assertion diff, say) is cut at its first line.
