@@ -177,9 +177,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
         r.exited = true;
         (child.stdio[3] as NodeJS.ReadableStream & { destroy?: () => void })?.destroy?.();
         const failed = code !== 0 || signal !== null;
-        // A rank that fails before the job is being stopped failed on its own (not by our SIGTERM).
-        if (failed && stopReason === undefined && !stopping)
-          ownFailures.push({ rank: i, code, signal, message: undefined });
+        // A rank that failed before the job was being stopped, or that exited with a status of its own after
+        // (not by our SIGTERM or SIGKILL), failed on its own.
+        const own = !stopping || (signal === null && code !== 143);
+        if (failed && stopReason === undefined && own) ownFailures.push({ rank: i, code, signal, message: undefined });
         if (failed && !failure && stopReason === undefined) {
           failure = { rank: i, code, signal, message: undefined };
           stopAll();
@@ -215,21 +216,35 @@ export async function runJob(opts: JobOptions): Promise<number> {
     return exitStatus ?? 1;
   }
   if (failure) {
-    // Name the first rank that failed; if it left no message but another rank that failed on its own did
-    // (ranks often fail together on the same input), name that one instead.
-    const said = (f: Failure) => (ranks[f.rank] as Rank).lastError ?? (ranks[f.rank] as Rank).lastStderr;
-    if (!said(failure)) failure = ownFailures.find((f) => said(f)) ?? failure;
-    const r = ranks[failure.rank] as Rank;
-    const how = failure.signal !== null ? `killed by ${failure.signal}` : `exit code ${failure.code}`;
-    // One summary line: a multi-line message (an assertion diff, say) is cut at its first line.
-    const full = r.lastError ?? r.lastStderr;
-    const firstLine = full?.split("\n").find((l) => l.trim() !== "");
-    const why = firstLine !== undefined && firstLine !== full?.trim() ? `${firstLine.trim()} (...)` : firstLine;
-    process.stderr.write(`workpool: rank ${failure.rank} failed (${how})${why ? `: ${why}` : ""}\n`);
+    process.stderr.write(`${summarize(failure, ranks, ownFailures)}\n`);
     if (failure.signal !== null) return 128 + signalNumber(failure.signal);
     return failure.code && failure.code > 0 && failure.code < 256 ? failure.code : 1;
   }
   return 0;
+}
+
+/** What a rank said last: its uncaught error, else its last stderr line; cut to one line. */
+function lastWords(r: Rank): string | undefined {
+  const full = r.lastError ?? r.lastStderr;
+  const first = full?.split("\n").find((l) => l.trim() !== "");
+  return first !== undefined && first !== full?.trim() ? `${first.trim()} (...)` : first;
+}
+
+/**
+ * The one-line summary of a failed job: the first rank that failed, how, and why. When that rank left no
+ * message but another said why (ranks often fail together on the same input, and the one that printed may
+ * have been stopped by our SIGTERM a moment later), that rank's words are added.
+ */
+function summarize(failure: Failure, ranks: readonly Rank[], ownFailures: readonly Failure[]): string {
+  const how = failure.signal !== null ? `killed by ${failure.signal}` : `exit code ${failure.code}`;
+  const head = `workpool: rank ${failure.rank} failed (${how})`;
+  const own = lastWords(ranks[failure.rank] as Rank);
+  if (own) return `${head}: ${own}`;
+  const order = [...ownFailures.map((f) => f.rank), ...ranks.map((r) => r.rank)];
+  const explainer =
+    order.find((rank) => (ranks[rank] as Rank).lastError !== undefined) ??
+    order.find((rank) => lastWords(ranks[rank] as Rank) !== undefined);
+  return explainer === undefined ? head : `${head}; rank ${explainer} said: ${lastWords(ranks[explainer] as Rank)}`;
 }
 
 function signalGroup(r: Rank, signal: NodeJS.Signals): void {
