@@ -1,5 +1,6 @@
 import { Coordinator } from "./centralized/coordinator.ts";
 import { CentralWorker } from "./centralized/worker.ts";
+import { DistributedEngine } from "./distributed/engine.ts";
 import { LocalEngine } from "./local.ts";
 import type { Engine, PendingPut, PoolRuntime } from "./runtime.ts";
 import type { TaskContext, TaskHandler } from "./types.ts";
@@ -18,6 +19,6 @@ export function engineFor<T>(
         ? new Coordinator<T>(rt, initial)
         : new CentralWorker<T>(rt, handler, ctx, initial);
     case "distributed":
-      throw new Error("distributed pools are not available yet");
+      return new DistributedEngine<T>(rt, handler, ctx, initial);
   }
 }

@@ -1,9 +1,13 @@
 import { ConfigError, describe } from "../errors.ts";
+import { INITIATION_STRATEGIES } from "./balance/registry.ts";
+import { PARTNER_POLICIES } from "./partner/registry.ts";
+import { TERMINATION_DETECTORS } from "./termination/registry.ts";
 
 export type PoolMode = "centralized" | "distributed";
-export type Initiation = "receiver" | "sender";
-export type PartnerPolicy = "round-robin" | "random" | "ring";
-export type TerminationDetector = "token-ring" | "tree";
+/** Names come from the strategy registries, so a new strategy is one file plus one registry line. */
+export type Initiation = keyof typeof INITIATION_STRATEGIES;
+export type PartnerPolicy = keyof typeof PARTNER_POLICIES;
+export type TerminationDetector = keyof typeof TERMINATION_DETECTORS;
 
 export const DEFAULT_MODE: PoolMode = "centralized";
 export const DEFAULT_COORDINATOR = 0;
@@ -12,9 +16,9 @@ export const DEFAULT_PARTNER: PartnerPolicy = "random";
 export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";
 
 export const MODES: readonly PoolMode[] = ["centralized", "distributed"];
-export const INITIATIONS: readonly Initiation[] = ["receiver", "sender"];
-export const PARTNERS: readonly PartnerPolicy[] = ["round-robin", "random", "ring"];
-export const TERMINATIONS: readonly TerminationDetector[] = ["token-ring", "tree"];
+export const INITIATIONS = Object.keys(INITIATION_STRATEGIES) as readonly Initiation[];
+export const PARTNERS = Object.keys(PARTNER_POLICIES) as readonly PartnerPolicy[];
+export const TERMINATIONS = Object.keys(TERMINATION_DETECTORS) as readonly TerminationDetector[];
 
 /** Options of a pool, from code (`world.pool(options)`) or from `workpool launch --pool SPEC`. */
 export interface PoolOptions {

@@ -88,9 +88,16 @@ export class Pool<T = unknown> {
     const t0 = performance.now();
     this.epoch++;
     const name = `pool${this.context - 1}`;
-    const coordinating = this.config.mode === "centralized" && this.world.size > 1 && this.world.rank === this.config.coordinator;
+    const coordinating =
+      this.config.mode === "centralized" && this.world.size > 1 && this.world.rank === this.config.coordinator;
     const trace = REPORT.traceDir
-      ? new TraceRecorder(REPORT.traceDir, this.world.rank, `${name}.${this.epoch}`, coordinating ? "coordinating" : "idle", t0)
+      ? new TraceRecorder(
+          REPORT.traceDir,
+          this.world.rank,
+          `${name}.${this.epoch}`,
+          coordinating ? "coordinating" : "idle",
+          t0,
+        )
       : undefined;
     trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
     const rt = new PoolRuntime(this.world, this.context, this.config, this.epoch, stats, trace);

@@ -87,7 +87,14 @@ export class TraceRecorder {
   }
 
   private push(ph: "X", name: string, t: number, durMs: number, args?: Record<string, unknown>): void {
-    const e: TraceEvent = { name, ph, ts: epochUs(t), dur: Math.max(1, Math.round(durMs * 1000)), pid: this.rank, tid: 0 };
+    const e: TraceEvent = {
+      name,
+      ph,
+      ts: epochUs(t),
+      dur: Math.max(1, Math.round(durMs * 1000)),
+      pid: this.rank,
+      tid: 0,
+    };
     if (args) e.args = args;
     this.events.push(e);
   }

@@ -9,13 +9,13 @@ import type { Partner } from "../partner/partner.ts";
  * task, when it goes idle), so `check` must be cheap when it has nothing to do.
  */
 export interface Balancer {
-  /** `check` is called while the local queue holds fewer tasks than this. */
+  /** `check` is called while the local queue holds fewer tasks than this (read before every call). */
   readonly low: number;
-  /** `check` is called while the local queue holds more tasks than this. */
+  /** `check` is called while the local queue holds more tasks than this (read before every call). */
   readonly high: number;
   /** Looks at the local load and acts: asks for work, or pushes some. */
   check(): void;
-  /** A balancing control message (REQUEST, REFUSE, PUSH_ACK). */
+  /** A balancing control message (REQUEST, REFUSE, NOTIFY, PUSH_ACK). */
   onMessage(source: number, tag: number, body: Record<string, unknown>): void;
   /** A task message of `tag` from `source` brought `count` tasks; `loadBefore` was the queue just before. */
   received(source: number, tag: number, count: number, loadBefore: number): void;

@@ -3,6 +3,9 @@ import { MAX_BATCH, TAG } from "../distributed/protocol.ts";
 import type { Partner } from "../partner/partner.ts";
 import { Backoff, type Balancer } from "./balancer.ts";
 
+/** Refusals in a row before an asker starts backing off (fewer if it has fewer partners). */
+const QUICK_TRIES = 2;
+
 /** How many of its `movable` tasks a rank gives an asker that holds `askerLoad`: about half the difference. */
 export function share(movable: number, askerLoad: number): number {
   const diff = movable - askerLoad;
@@ -14,8 +17,17 @@ export function share(movable: number, askerLoad: number): number {
 /**
  * Receiver-initiated balancing (work stealing): a rank whose queue falls below `lowWater` asks one partner
  * for work before it runs dry, and asks again when the answer comes. The partner answers with about half its
- * movable tasks (TRANSFER) or a REFUSE; on a refusal the asker moves on to its next partner. Once every
- * partner refused in a row, it waits a doubling back-off before each further ask, reset when work arrives.
+ * movable tasks (TRANSFER) or a REFUSE; on a refusal the asker moves on to its next partner. After a few
+ * refusals in a row it waits a doubling back-off (1 ms to 20 ms) before each further ask, reset when a
+ * steal succeeds, so idle ranks do not flood a machine where no one has work.
+ *
+ * A refusal is a promise: the refusing rank notes the asker as hungry, and once it has work to spare (two or
+ * more movable tasks) it sends its hungry askers a NOTIFY; they stop backing off and ask it next. Until then
+ * the asker skips that rank when picking partners, so an idle rank asks each partner at most once per dry
+ * spell, and once all have refused it goes quiet until notified. Invariant: for every other rank B, either
+ * this rank may still ask B, or it is on B's hungry list; so work that appears anywhere reaches idle ranks at
+ * message speed, without polling. With the `ring` policy an idle predecessor learns at once when its
+ * successor has work.
  *
  * One request is outstanding at a time and every request gets exactly one answer, so an answer always
  * belongs to the current request, whatever order messages arrive in. The back-off never holds up termination
@@ -23,10 +35,16 @@ export function share(movable: number, askerLoad: number): number {
  */
 export class ReceiverInitiated implements Balancer {
   readonly low: number;
-  readonly high = Number.POSITIVE_INFINITY;
   private asking = false;
   private refusals = 0;
   private stopped = false;
+  private preferred = -1;
+  private readonly quickTries: number;
+  private readonly hungry: number[] = [];
+  private readonly isHungry: Uint8Array;
+  /** Partners that refused this rank and have not notified it since. */
+  private readonly refusedBy: Uint8Array;
+  private refusedCount = 0;
   private readonly backoff: Backoff;
 
   constructor(
@@ -35,16 +53,42 @@ export class ReceiverInitiated implements Balancer {
   ) {
     // An idle rank always asks, even with lowWater 0.
     this.low = Math.max(1, host.rt.config.lowWater);
+    this.quickTries = Math.min(QUICK_TRIES, partner.span);
+    this.isHungry = new Uint8Array(host.rt.size);
+    this.refusedBy = new Uint8Array(host.rt.size);
     this.backoff = new Backoff(() => this.check());
   }
 
+  /** With hungry askers waiting, the engine calls `check` as soon as there is work to spare. */
+  get high(): number {
+    return this.hungry.length > 0 ? 1 : Number.POSITIVE_INFINITY;
+  }
+
   check(): void {
-    if (this.asking || this.stopped || this.backoff.waiting) return;
+    if (this.stopped) return;
+    if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
+    if (this.asking || this.backoff.waiting) return;
     const load = this.host.load;
     if (load >= this.low) return;
+    let dest = this.preferred;
+    this.preferred = -1;
+    if (dest < 0) dest = this.pickPartner();
+    if (dest < 0) return; // every partner refused: wait for a NOTIFY
     this.asking = true;
     this.host.rt.count("requestsSent");
-    this.host.rt.send(this.partner.next(), TAG.request, { l: load });
+    this.host.rt.send(dest, TAG.request, { l: load });
+  }
+
+  /** The policy's next partner that has not refused this rank since it last notified, or -1 if none. */
+  private pickPartner(): number {
+    if (this.refusedCount >= this.partner.span) return -1;
+    for (let tries = 4 * this.partner.span; tries > 0; tries--) {
+      const dest = this.partner.next();
+      if (this.refusedBy[dest] === 0) return dest;
+    }
+    // A random policy can miss the few partners left; try again after the next back-off.
+    this.backoff.wait();
+    return -1;
   }
 
   onMessage(source: number, tag: number, body: Record<string, unknown>): void {
@@ -58,14 +102,34 @@ export class ReceiverInitiated implements Balancer {
       } else {
         rt.send(source, TAG.refuse, {});
         rt.count("requestsRefused");
+        if (this.isHungry[source] === 0) {
+          this.isHungry[source] = 1;
+          this.hungry.push(source);
+        }
       }
     } else if (tag === TAG.refuse) {
       this.asking = false;
       rt.count("refusalsReceived");
-      if (++this.refusals >= this.partner.span) {
+      if (this.refusedBy[source] === 0) {
+        this.refusedBy[source] = 1;
+        this.refusedCount++;
+      }
+      if (++this.refusals >= this.quickTries) {
         rt.count("backoffs");
         this.backoff.wait();
       } else {
+        this.check();
+      }
+    } else if (tag === TAG.notify) {
+      rt.count("notifiesReceived");
+      if (this.refusedBy[source] === 1) {
+        this.refusedBy[source] = 0;
+        this.refusedCount--;
+      }
+      this.preferred = source;
+      if (!this.asking) {
+        this.refusals = 0;
+        this.backoff.reset();
         this.check();
       }
     }
@@ -74,11 +138,22 @@ export class ReceiverInitiated implements Balancer {
   received(_source: number, tag: number): void {
     if (tag === TAG.transfer) {
       this.asking = false;
+      this.refusals = 0;
+      this.backoff.reset();
       this.host.rt.count("transfersReceived");
     }
-    // Work arrived: the system has work again, ask at full speed. The engine calls check once it runs low.
-    this.refusals = 0;
-    this.backoff.reset();
+    if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
+  }
+
+  /** Tells hungry askers, as many as there is work for (about one per two movable tasks), to ask again. */
+  private notify(): void {
+    const n = Math.min(this.hungry.length, this.host.movable >> 1);
+    const rt = this.host.rt;
+    for (const dest of this.hungry.splice(0, n)) {
+      this.isHungry[dest] = 0;
+      rt.count("notifiesSent");
+      rt.send(dest, TAG.notify, {});
+    }
   }
 
   stop(): void {

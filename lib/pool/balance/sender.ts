@@ -29,7 +29,7 @@ export class SenderInitiated implements Balancer {
     if (this.pushing || this.stopped || this.backoff.waiting) return;
     const movable = this.host.movable;
     if (movable <= this.high) return;
-    const moved = this.host.sendMovable(this.partner.next(), TAG.push, Math.min(movable >> 1, MAX_BATCH));
+    const moved = this.host.sendMovable(this.partner.next(), TAG.push, Math.max(1, Math.min(movable >> 1, MAX_BATCH)));
     if (moved > 0) {
       this.pushing = true;
       this.host.rt.count("pushesSent");

@@ -3,7 +3,9 @@
  * order of delivery, since the test-only `chaos` option reorders everything.
  *
  * Task messages: the only messages that carry tasks, so the only ones the termination detectors count.
- * TRANSFER  giver -> asker       { t: tasks, q?: priorities }   answers a REQUEST with about half the giver's
+ * Each also carries `s`, the termination detector's stamp (token ring: rounds the sender has passed), and,
+ * under `--trace`, `f`: a trace flow id.
+ * TRANSFER  giver -> asker       { t: tasks, q?: priorities, s } answers a REQUEST with about half the giver's
  *                                                                movable tasks
  * PUSH      sender -> partner    { t, q? }                      sender-initiated: the sender's queue is above
  *                                                                highWater
@@ -12,7 +14,8 @@
  *
  * Balancing control:
  * REQUEST   asker -> partner     { l: asker's queued tasks }    answered by exactly one TRANSFER or REFUSE
- * REFUSE    partner -> asker     {}
+ * REFUSE    partner -> asker     {}                             the asker is noted as hungry here
+ * NOTIFY    partner -> asker     {}                             "I have work now": sent to hungry askers
  * PUSH_ACK  partner -> sender    { l: partner's queued tasks before the push }
  *
  * Termination:
@@ -34,6 +37,7 @@ export const TAG = {
   ack: 8,
   done: 9,
   fail: 10,
+  notify: 11,
 } as const;
 
 /** The rank that starts token rounds (token ring) or roots the tree (tree) and announces termination. */

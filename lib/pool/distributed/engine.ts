@@ -1,0 +1,310 @@
+import type { Balancer } from "../balance/balancer.ts";
+import { INITIATION_STRATEGIES } from "../balance/registry.ts";
+import { Executor } from "../executor.ts";
+import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
+import { PARTNER_POLICIES } from "../partner/registry.ts";
+import { TaskQueue } from "../queue.ts";
+import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
+import type { Detector } from "../termination/detector.ts";
+import { TERMINATION_DETECTORS } from "../termination/registry.ts";
+import type { TaskContext, TaskHandler } from "../types.ts";
+import type { DistributedHost } from "./host.ts";
+import { ROOT, TAG } from "./protocol.ts";
+
+/** Pinned tasks for one rank are sent once this many wait, else at the end of the slice or when idle. */
+const FLUSH_TASKS = 512;
+
+/** Names of the task messages, for traces. */
+const KIND: Record<number, string> = { [TAG.transfer]: "transfer", [TAG.push]: "push", [TAG.pinned]: "pinned" };
+
+const epochNow = (): number => performance.timeOrigin + performance.now();
+
+/**
+ * One rank of a distributed pool. The rank keeps its own queues, runs its tasks, and talks to the others
+ * only through its balancer (who gets work) and its detector (when everything is done):
+ *
+ * - `movable`: tasks put here without `to`, or moved here by balancing; balancing may move them again.
+ * - `pinned`: tasks put with `to: thisRank`; they run here. Pinned tasks for other ranks wait in an outbox
+ *   and leave in batches (PINNED messages) at the end of each slice of tasks, at the next event-loop turn
+ *   (a handler that awaits), or when the rank goes idle.
+ *
+ * The run loop takes the higher-priority head of the two queues (pinned first on a tie, so movable work
+ * stays available to others), runs it, and asks the balancer to act when the queue is below its low or above
+ * its high mark. When both queues are empty and the outbox is flushed, the rank is passive: it tells the
+ * detector and parks until a task message (or a put) wakes it. The root's detector ends the run with DONE.
+ */
+export class DistributedEngine<T> implements Engine<T>, DistributedHost {
+  readonly done: Promise<void>;
+  private resolve!: () => void;
+  private reject!: (e: Error) => void;
+  private readonly movableQueue = new TaskQueue<T>();
+  private readonly pinnedQueue = new TaskQueue<T>();
+  private readonly exec: Executor<T>;
+  private readonly balancer: Balancer;
+  private readonly detector: Detector;
+  private readonly outTasks: T[][] = [];
+  private readonly outPrios: number[][] = [];
+  private readonly outDests: number[] = [];
+  private finished = false;
+  private parked = false;
+  private flushScheduled = false;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    readonly rt: PoolRuntime,
+    handler: TaskHandler<T>,
+    ctx: TaskContext<T>,
+    initial: readonly PendingPut<T>[],
+  ) {
+    this.done = new Promise<void>((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    this.exec = new Executor(handler, ctx, rt.stats, rt.trace);
+    const { config } = rt;
+    const partner = PARTNER_POLICIES[config.partner](rt.rank, rt.size, config.seed);
+    this.balancer = INITIATION_STRATEGIES[config.initiation](this, partner);
+    this.detector = TERMINATION_DETECTORS[config.termination](this);
+    for (let r = 0; r < rt.size; r++) {
+      this.outTasks.push([]);
+      this.outPrios.push([]);
+    }
+    for (const p of initial) this.enqueue(p.task, p.priority, p.to);
+  }
+
+  // ---- DistributedHost ----
+
+  get load(): number {
+    return this.movableQueue.size + this.pinnedQueue.size;
+  }
+
+  get movable(): number {
+    return this.movableQueue.size;
+  }
+
+  get passive(): boolean {
+    return this.parked && !this.finished;
+  }
+
+  get lastActivityAt(): number {
+    const s = this.rt.stats;
+    return Math.max(s.lastTaskAt, s.startedAt);
+  }
+
+  sendMovable(dest: number, tag: number, n: number): number {
+    const tasks: T[] = [];
+    const prios: number[] = [];
+    this.movableQueue.popInto(n, tasks, prios);
+    if (tasks.length === 0) return 0;
+    this.sendTasks(dest, tag, tasks, prios);
+    this.rt.count("tasksMovedOut", tasks.length);
+    return tasks.length;
+  }
+
+  terminate(lastActivityAt: number): void {
+    if (this.finished) return;
+    this.rt.trace?.instant("termination detected");
+    for (let r = 0; r < this.rt.size; r++) if (r !== this.rt.rank) this.rt.send(r, TAG.done, { m: lastActivityAt });
+    this.finish(lastActivityAt);
+  }
+
+  // ---- Engine ----
+
+  start(): void {
+    void this.loop().catch((e: Error) => this.fail(e));
+  }
+
+  queued(): number {
+    return this.load;
+  }
+
+  put(task: T, priority: number, to: number | undefined): void {
+    if (this.finished) return;
+    this.enqueue(task, priority, to);
+    this.activate();
+  }
+
+  onMessage(source: number, tag: number, body: Record<string, unknown>): void {
+    if (this.finished) return;
+    try {
+      switch (tag) {
+        case TAG.transfer:
+        case TAG.push:
+        case TAG.pinned:
+          this.receiveTasks(source, tag, body);
+          break;
+        case TAG.request:
+        case TAG.refuse:
+        case TAG.notify:
+        case TAG.pushAck:
+          this.balancer.onMessage(source, tag, body);
+          break;
+        case TAG.token:
+        case TAG.ack:
+          this.detector.onMessage(source, tag, body);
+          break;
+        case TAG.done:
+          this.finish(body.m as number);
+          break;
+        case TAG.fail:
+          this.stop();
+          this.reject(failFromMessage(body as unknown as FailBody));
+          break;
+      }
+    } catch (e) {
+      this.fail(e as Error);
+    }
+  }
+
+  fail(error: Error): void {
+    if (this.finished) return;
+    this.stop();
+    const others: number[] = [];
+    for (let r = 0; r < this.rt.size; r++) if (r !== this.rt.rank) others.push(r);
+    sendFail(this.rt, others, TAG.fail, failureBody(this.rt.rank, error));
+    this.reject(error);
+  }
+
+  // ---- internals ----
+
+  private enqueue(task: T, priority: number, to: number | undefined): void {
+    if (to === undefined) this.movableQueue.push(task, priority);
+    else if (to === this.rt.rank) this.pinnedQueue.push(task, priority);
+    else {
+      const tasks = this.outTasks[to] as T[];
+      if (tasks.length === 0) this.outDests.push(to);
+      if (!this.flushScheduled) {
+        // Sync handlers flush at the end of their slice; this catches puts made during an await.
+        this.flushScheduled = true;
+        setImmediate(this.flushSoon);
+      }
+      tasks.push(task);
+      (this.outPrios[to] as number[]).push(priority);
+      if (tasks.length >= FLUSH_TASKS) this.flushTo(to);
+    }
+  }
+
+  private readonly flushSoon = (): void => {
+    this.flushScheduled = false;
+    if (this.finished || this.outDests.length === 0) return;
+    try {
+      this.flush();
+    } catch (e) {
+      this.fail(e as Error);
+    }
+  };
+
+  private flush(): void {
+    const dests = this.outDests;
+    for (let i = 0; i < dests.length; i++) this.flushTo(dests[i] as number);
+    dests.length = 0;
+  }
+
+  private flushTo(dest: number): void {
+    const tasks = this.outTasks[dest] as T[];
+    if (tasks.length === 0) return;
+    const prios = this.outPrios[dest] as number[];
+    this.outTasks[dest] = [];
+    this.outPrios[dest] = [];
+    this.sendTasks(dest, TAG.pinned, tasks, prios);
+    this.rt.count("pinnedSent", tasks.length);
+  }
+
+  /** Sends one task message and tells the detector (after the send: a task that cannot be encoded throws). */
+  private sendTasks(dest: number, tag: number, tasks: T[], prios: number[]): void {
+    const body: Record<string, unknown> = { t: tasks, s: this.detector.stamp };
+    for (let i = 0; i < prios.length; i++) {
+      if (prios[i] !== 0) {
+        body.q = prios;
+        break;
+      }
+    }
+    if (this.rt.trace) body.f = this.rt.trace.flowOut(`${KIND[tag]} ${tasks.length} to ${dest}`);
+    this.rt.send(dest, tag, body);
+    this.detector.sent(dest);
+  }
+
+  private receiveTasks(source: number, tag: number, body: Record<string, unknown>): void {
+    const tasks = body.t as T[];
+    const prios = body.q as number[] | undefined;
+    const loadBefore = this.load;
+    const queue = tag === TAG.pinned ? this.pinnedQueue : this.movableQueue;
+    for (let i = 0; i < tasks.length; i++) queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
+    this.rt.count(tag === TAG.pinned ? "pinnedReceived" : "tasksMovedIn", tasks.length);
+    if (body.f !== undefined) this.rt.trace?.flowIn(`${KIND[tag]} ${tasks.length} from ${source}`, body.f as string);
+    this.activate();
+    this.detector.received(source, body.s as number);
+    this.balancer.received(source, tag, tasks.length, loadBefore);
+  }
+
+  /** Makes a parked rank active (it has work, or tasks to send) and resumes its loop. */
+  private activate(): void {
+    if (!this.parked) return;
+    this.parked = false;
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  private next(): T | undefined {
+    const pinned = this.pinnedQueue;
+    const movable = this.movableQueue;
+    if (pinned.size === 0) return movable.pop();
+    if (movable.size === 0) return pinned.pop();
+    return (pinned.peekPriority() as number) >= (movable.peekPriority() as number) ? pinned.pop() : movable.pop();
+  }
+
+  private async loop(): Promise<void> {
+    const exec = this.exec;
+    const balancer = this.balancer;
+    while (!this.finished) {
+      const load = this.load;
+      if (load < balancer.low || load > balancer.high) balancer.check();
+      for (let task = this.next(); task !== undefined; task = this.next()) {
+        await exec.execute(task);
+        if (this.finished) return;
+        const load = this.movableQueue.size + this.pinnedQueue.size;
+        if (load < balancer.low || load > balancer.high) balancer.check();
+        if (exec.sliceOver()) {
+          if (this.outDests.length > 0) this.flush();
+          await exec.yield();
+          if (this.finished) return;
+        }
+      }
+      if (this.outDests.length > 0) this.flush();
+      balancer.check();
+      if (this.load > 0) continue;
+      this.parked = true;
+      this.detector.idle();
+      if (this.finished || !this.parked) continue;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+    }
+  }
+
+  private stop(): void {
+    this.finished = true;
+    this.balancer.stop();
+    this.activate();
+  }
+
+  private finish(lastActivityAt: number): void {
+    let left = this.load;
+    for (const d of this.outDests) left += (this.outTasks[d] as T[]).length;
+    // Nothing can wake a rank once the pool has terminated, so every rank is parked when DONE arrives.
+    const active = !this.parked;
+    const { counters } = this.rt.stats;
+    // Time from the last task finishing anywhere to this rank learning that the pool terminated.
+    counters.terminationLatencyMs = Math.max(0, Math.round((epochNow() - lastActivityAt) * 1000) / 1000);
+    // The detector collected every rank's latest task end; a later one here means it declared too early.
+    const unseen = this.lastActivityAt - lastActivityAt;
+    if (unseen > 0) counters.lastTaskUnseenMs = unseen;
+    if (this.rt.rank === ROOT) counters.terminationDetected = 1;
+    this.stop();
+    if (left > 0 || active) {
+      const state = active ? `still active, ${left} tasks queued` : `${left} tasks queued`;
+      this.reject(new Error(`internal error: pool declared terminated while rank ${this.rt.rank} was ${state}`));
+    } else this.resolve();
+  }
+}
