@@ -4,10 +4,23 @@
  * workers slowed 4x). Emulated work is timed waits, so 64 ranks on a 2-core machine still measure scheduling,
  * not CPU contention.
  */
+import { tmpdir } from "node:os";
 import { fmt, formatTable, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/pool-ranks.ts", import.meta.url).pathname;
 const PISCINA = new URL("./programs/piscina-bench.ts", import.meta.url).pathname;
+const DISTRIBUTED = new URL("./programs/distributed-ranks.ts", import.meta.url).pathname;
+const COMBOS = ["receiver", "sender"].flatMap((i) =>
+  ["round-robin", "random", "ring"].flatMap((p) => ["token-ring", "tree"].map((t) => `${i}/${p}/${t}`)),
+);
+
+interface DistributedRow {
+  combo: string;
+  ratio: number;
+  moved: number;
+  messages: number;
+  latencyMs: number;
+}
 
 interface Throughput {
   tasks: number;
@@ -25,17 +38,33 @@ interface Emulated {
   deferrals: number;
 }
 
-async function launch<T>(np: number, args: string[], timeoutMs: number, pool?: string): Promise<T> {
-  const flags = ["launch", "-n", String(np), "--no-prefix", ...(pool ? ["--pool", pool] : [])];
-  const lines = await runJsonLines(process.execPath, [WORKPOOL_BIN, ...flags, PROGRAM, ...args], { timeoutMs });
-  const last = lines.at(-1);
-  if (!last) throw new Error(`no result line from ${args.join(" ")}`);
-  return last as T;
+async function launchAll(
+  np: number,
+  args: string[],
+  timeoutMs: number,
+  program = PROGRAM,
+  extra: string[] = [],
+): Promise<unknown[]> {
+  const flags = ["launch", "-n", String(np), "--no-prefix", "--quiet", ...extra];
+  const lines = await runJsonLines(process.execPath, [WORKPOOL_BIN, ...flags, program, ...args], { timeoutMs });
+  if (lines.length === 0) throw new Error(`no result line from ${args.join(" ")}`);
+  return lines;
+}
+
+async function launch<T>(
+  np: number,
+  args: string[],
+  timeoutMs: number,
+  program = PROGRAM,
+  extra: string[] = [],
+): Promise<T> {
+  return (await launchAll(np, args, timeoutMs, program, extra)).at(-1) as T;
 }
 
 export const suite: Suite = {
   name: "pool",
-  description: "centralized pool: no-op task rate vs Piscina; makespan / lower bound with emulated work",
+  description:
+    "pool task rates vs Piscina, tracing cost, makespan / lower bound with emulated work, termination latency",
   async run() {
     let targets = 0;
     let misses = 0;
@@ -91,7 +120,97 @@ export const suite: Suite = {
         ]);
       }
     }
-    process.stdout.write(`${formatTable(rows)}\n`);
+    process.stdout.write(`${formatTable(rows)}\n\n`);
+
+    // Tracing cost: the same no-op run with --trace.
+    const traced = await launch<Throughput>(3, ["throughput", "1000000"], 120_000, PROGRAM, [
+      "--trace",
+      `${tmpdir()}/wp-bench-trace.json`,
+    ]);
+    const again = await launch<Throughput>(3, ["throughput", "1000000"], 120_000);
+    const plain = Math.max(ours.rate, again.rate);
+    const cost = 1 - traced.rate / plain;
+    process.stdout.write(
+      `${formatTable([
+        ["figure", "with --trace", "without", "cost", "target", ""],
+        [
+          "no-op tasks/s, -n 3",
+          fmt(traced.rate),
+          fmt(plain),
+          `${(cost * 100).toFixed(1)}%`,
+          "< 10%",
+          verdict(cost < 0.1),
+        ],
+      ])}\n\n`,
+    );
+
+    // Distributed mode.
+    const local = await launch<{ perRank: number; tasks: number; seconds: number; moved: number }>(
+      2,
+      ["throughput", "10", "4"],
+      120_000,
+      DISTRIBUTED,
+    );
+    process.stdout.write(
+      `${formatTable([
+        ["figure", "workpool", "target", ""],
+        [
+          "distributed, -n 2, each rank grows and runs its own no-op task tree: tasks/s per rank",
+          fmt(local.perRank),
+          ">= 1,000,000",
+          verdict(local.perRank >= 1_000_000),
+        ],
+      ])}\n`,
+    );
+    process.stdout.write(`  (${fmt(local.tasks)} tasks in ${fmt(local.seconds)} s, ${fmt(local.moved)} moved)\n\n`);
+
+    process.stdout.write(
+      "Distributed, emulated work (timed waits: Pareto alpha 3, mean 20 ms, ~3 s per rank), all put on rank 0.\n" +
+        "ratio = makespan / max(total work / ranks, longest task); moved, messages and termination latency at 64 ranks.\n",
+    );
+    const table = new Map<string, Map<number, DistributedRow>>();
+    for (const ranks of [16, 32, 64]) {
+      const lines = (await launchAll(ranks, ["emulate", "3", ...COMBOS], 900_000, DISTRIBUTED)) as DistributedRow[];
+      for (const row of lines) {
+        const byRanks = table.get(row.combo) ?? new Map<number, DistributedRow>();
+        byRanks.set(ranks, row);
+        table.set(row.combo, byRanks);
+      }
+    }
+    const drows: string[][] = [["initiation/partner/termination", "16", "32", "64", "moved", "pool msgs", "term ms"]];
+    let best = Number.POSITIVE_INFINITY;
+    for (const combo of COMBOS) {
+      const r = table.get(combo);
+      const at = (n: number) => (r?.get(n) ? (r.get(n) as DistributedRow).ratio.toFixed(3) : "-");
+      const r64 = r?.get(64);
+      if (r64 && r64.ratio < best) best = r64.ratio;
+      drows.push([
+        combo,
+        at(16),
+        at(32),
+        at(64),
+        fmt(r64?.moved ?? 0),
+        fmt(r64?.messages ?? 0),
+        fmt(r64?.latencyMs ?? 0),
+      ]);
+    }
+    process.stdout.write(`${formatTable(drows)}\n`);
+    process.stdout.write(
+      `${formatTable([
+        ["figure", "workpool", "target", ""],
+        ["best ratio at 64 ranks", best.toFixed(3), "<= 1.10", verdict(best <= 1.1)],
+      ])}\n\n`,
+    );
+
+    const latency: string[][] = [
+      ["termination latency, 16 ranks, 2000 no-op tasks, 15 runs", "median ms", "target", ""],
+    ];
+    for (const termination of ["token-ring", "tree"]) {
+      const r = await launch<{ medianMs: number }>(16, ["latency", "15", termination], 300_000, DISTRIBUTED);
+      latency.push([termination, r.medianMs.toFixed(2), "<= 5", verdict(r.medianMs <= 5)]);
+    }
+    process.stdout.write(`${formatTable(latency)}\n`);
+    process.stdout.write("  (latency: last task finished anywhere to the last rank returning from run)\n");
     return { targets, misses };
   },
 };

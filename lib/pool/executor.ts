@@ -10,12 +10,15 @@ export const now = (): number => performance.now();
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
- * Runs tasks one at a time on this rank, sync handlers without an await between them, async ones awaited.
- * Accounts busy time and counts in `stats`. A throwing handler becomes a TaskError naming rank and task.
+ * Runs tasks one at a time on this rank. A sync handler runs without any await around it (`execute` returns
+ * undefined); an async one's promise is returned for the caller to await. Busy time and counts go to `stats`;
+ * a throwing handler becomes a TaskError naming rank and task. Two clock reads per task (its start and end);
+ * the end also feeds the slice check.
  */
 export class Executor<T> {
-  private sliceStart = 0;
+  private sliceStart = now();
   private sliceTasks = 0;
+  private clock = now();
 
   constructor(
     private readonly handler: TaskHandler<T>,
@@ -24,30 +27,54 @@ export class Executor<T> {
     private readonly trace?: TraceRecorder,
   ) {}
 
-  /** Runs one task; resolves to its duration in ms. */
-  async execute(task: T): Promise<number> {
+  /**
+   * Runs one task. Returns undefined when it finished synchronously, or a promise for an async handler.
+   * Throws (or the promise rejects with) a TaskError when the handler fails.
+   */
+  execute(task: T): Promise<void> | undefined {
     const t0 = now();
+    let r: void | Promise<void>;
     try {
-      const r = this.handler(task, this.ctx);
-      if (r !== undefined && typeof (r as Promise<void>).then === "function") await r;
+      r = this.handler(task, this.ctx);
     } catch (cause) {
-      const why = cause instanceof Error ? cause.message : String(cause);
-      throw new TaskError(this.ctx.rank, task, `task ${describe(task)} failed on rank ${this.ctx.rank}: ${why}`, {
-        cause,
-      });
+      throw this.failure(task, cause);
     }
+    if (r !== undefined && typeof (r as Promise<void>).then === "function") {
+      return (r as Promise<void>).then(
+        () => this.done(t0),
+        (cause: unknown) => {
+          throw this.failure(task, cause);
+        },
+      );
+    }
+    this.done(t0);
+    return undefined;
+  }
+
+  private done(t0: number): void {
     const t1 = now();
-    const dt = t1 - t0;
+    this.clock = t1;
     this.trace?.task(t0, t1);
-    this.stats.busyMs += dt;
+    this.stats.busyMs += t1 - t0;
     this.stats.tasksExecuted++;
     this.stats.lastTaskAt = performance.timeOrigin + t1;
-    return dt;
+  }
+
+  private failure(task: T, cause: unknown): TaskError {
+    const why = cause instanceof Error ? cause.message : String(cause);
+    return new TaskError(this.ctx.rank, task, `task ${describe(task)} failed on rank ${this.ctx.rank}: ${why}`, {
+      cause,
+    });
+  }
+
+  /** Call after a pause (an idle wait), so the slice check starts from now. */
+  resume(): void {
+    this.clock = now();
   }
 
   /** True when the current slice of back-to-back tasks is used up and the caller should yield. */
   sliceOver(): boolean {
-    if (++this.sliceTasks >= SLICE_TASKS || now() - this.sliceStart > SLICE_MS) {
+    if (++this.sliceTasks >= SLICE_TASKS || this.clock - this.sliceStart > SLICE_MS) {
       this.sliceTasks = 0;
       return true;
     }
@@ -56,7 +83,8 @@ export class Executor<T> {
 
   async yield(): Promise<void> {
     await yieldToEventLoop();
-    this.sliceStart = now();
+    this.resume();
+    this.sliceStart = this.clock;
     this.sliceTasks = 0;
   }
 }

@@ -18,10 +18,12 @@ export class LocalEngine<T> implements Engine<T> {
 
   start(): void {
     const exec = this.exec;
+    exec.resume();
     this.done = (async () => {
       for (let t = this.queue.pop(); t !== undefined; t = this.queue.pop()) {
         if (this.failed) throw this.failed;
-        await exec.execute(t);
+        const pending = exec.execute(t);
+        if (pending) await pending;
         if (exec.sliceOver()) await exec.yield();
       }
       if (this.failed) throw this.failed;

@@ -106,12 +106,14 @@ export class CentralWorker<T> implements Engine<T> {
   }
 
   private async loop(): Promise<void> {
+    this.exec.resume();
     this.sendStatus(true);
     while (!this.finished) {
       while (this.head < this.buffer.length && !this.finished) {
         const task = this.buffer[this.head] as T;
         this.buffer[this.head++] = undefined as T;
-        await this.exec.execute(task);
+        const running = this.exec.execute(task);
+        if (running) await running;
         this.executed++;
         if (this.finished) return;
         const pending = this.putTasks.length;
@@ -131,6 +133,7 @@ export class CentralWorker<T> implements Engine<T> {
       await new Promise<void>((resolve) => {
         this.wake = resolve;
       });
+      this.exec.resume();
     }
   }
 

@@ -257,11 +257,13 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private async loop(): Promise<void> {
     const exec = this.exec;
     const balancer = this.balancer;
+    exec.resume();
     while (!this.finished) {
       const load = this.load;
       if (load < balancer.low || load > balancer.high) balancer.check();
       for (let task = this.next(); task !== undefined; task = this.next()) {
-        await exec.execute(task);
+        const pending = exec.execute(task);
+        if (pending) await pending;
         if (this.finished) return;
         const load = this.movableQueue.size + this.pinnedQueue.size;
         if (load < balancer.low || load > balancer.high) balancer.check();
@@ -280,6 +282,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       await new Promise<void>((resolve) => {
         this.wake = resolve;
       });
+      exec.resume();
     }
   }
 

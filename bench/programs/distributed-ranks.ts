@@ -1,0 +1,133 @@
+// Rank program for the distributed part of `npm run bench -- pool`. Rank 0 prints one JSON line per result.
+//   distributed-ranks.ts throughput <depth> <fan>   every rank grows and consumes its own no-op task tree
+//   distributed-ranks.ts emulate <secondsPerRank> <combo>...   emulated work (timed waits, Pareto alpha 3,
+//       mean 20 ms) all put on rank 0; for each combination "initiation/partner/termination" one pool run
+//   distributed-ranks.ts latency <reps> <termination>   termination latency of small no-op runs
+import { connect, type PoolOptions } from "workpool";
+
+const [mode = "throughput", ...rest] = process.argv.slice(2);
+const world = await connect();
+const epochNow = () => performance.timeOrigin + performance.now();
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function combo(spec: string): PoolOptions {
+  const [initiation, partner, termination] = spec.split("/") as [string, string, string];
+  return { mode: "distributed", initiation, partner, termination } as PoolOptions;
+}
+
+/** Every rank's counters summed, and the spread between the last task and the last rank to return. */
+async function summary(stats: { counters: Record<string, number>; messagesSent: number; lastTaskAt: number }) {
+  const returned = epochNow();
+  const lastTask = await world.allreduce(stats.lastTaskAt, "max");
+  const lastReturn = await world.allreduce(returned, "max");
+  const moved = await world.allreduce(stats.counters.tasksMovedIn ?? 0, "sum");
+  const messages = await world.allreduce(stats.messagesSent, "sum");
+  return { latencyMs: lastReturn - lastTask, moved, messages };
+}
+
+if (mode === "throughput") {
+  const depth = Number(rest[0] ?? 9);
+  const fan = Number(rest[1] ?? 4);
+  const pool = world.pool<number>({ mode: "distributed" });
+  pool.put(0);
+  await world.barrier();
+  const t0 = performance.now();
+  const stats = await pool.run((d, ctx) => {
+    if (d < depth) for (let i = 0; i < fan; i++) ctx.put(d + 1);
+  });
+  const seconds = (performance.now() - t0) / 1000;
+  const tasks = await world.allreduce(stats.tasksExecuted, "sum");
+  const moved = await world.allreduce(stats.counters.tasksMovedIn ?? 0, "sum");
+  if (world.rank === 0) {
+    console.log(
+      JSON.stringify({
+        kind: "throughput",
+        ranks: world.size,
+        tasks,
+        seconds,
+        perRank: tasks / seconds / world.size,
+        moved,
+      }),
+    );
+  }
+} else if (mode === "emulate") {
+  const perRank = Number(rest[0] ?? 3);
+  const meanMs = 20;
+  const alpha = 3;
+  const xm = (meanMs * (alpha - 1)) / alpha;
+  for (const spec of rest.slice(1)) {
+    const pool = world.pool<number>(combo(spec));
+    if (world.rank === 0) {
+      const next = rng(11);
+      let total = 0;
+      while (total < perRank * 1000 * world.size) {
+        const ms = xm / (1 - next()) ** (1 / alpha);
+        pool.put(ms);
+        total += ms;
+      }
+    }
+    let work = 0;
+    let longest = 0;
+    await world.barrier();
+    const t0 = performance.now();
+    const stats = await pool.run(async (ms) => {
+      const s = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      const took = performance.now() - s;
+      work += took;
+      if (took > longest) longest = took;
+    });
+    const makespan = performance.now() - t0;
+    const s = await summary(stats);
+    const totalWork = await world.allreduce(work, "sum");
+    const maxTask = await world.allreduce(longest, "max");
+    if (world.rank === 0) {
+      const bound = Math.max(totalWork / world.size, maxTask);
+      console.log(
+        JSON.stringify({
+          kind: "emulate",
+          ranks: world.size,
+          combo: spec,
+          makespan,
+          bound,
+          ratio: makespan / bound,
+          ...s,
+        }),
+      );
+    }
+  }
+} else {
+  const reps = Number(rest[0] ?? 15);
+  const termination = rest[1] ?? "token-ring";
+  const latencies: number[] = [];
+  const pool = world.pool<number>({ mode: "distributed", termination } as PoolOptions);
+  for (let k = 0; k < reps; k++) {
+    if (world.rank === 0) for (let i = 0; i < 2000; i++) pool.put(i);
+    await world.barrier();
+    const stats = await pool.run(() => {});
+    latencies.push((await summary(stats)).latencyMs);
+  }
+  latencies.sort((a, b) => a - b);
+  if (world.rank === 0) {
+    console.log(
+      JSON.stringify({
+        kind: "latency",
+        ranks: world.size,
+        termination,
+        medianMs: latencies[latencies.length >> 1],
+        all: latencies,
+      }),
+    );
+  }
+}
+await world.close();
