@@ -122,13 +122,17 @@ export const suite: Suite = {
     }
     process.stdout.write(`${formatTable(rows)}\n\n`);
 
-    // Tracing cost: the same no-op run with --trace.
-    const traced = await launch<Throughput>(3, ["throughput", "1000000"], 120_000, PROGRAM, [
-      "--trace",
-      `${tmpdir()}/wp-bench-trace.json`,
-    ]);
-    const again = await launch<Throughput>(3, ["throughput", "1000000"], 120_000);
-    const plain = Math.max(ours.rate, again.rate);
+    // Tracing cost: the same no-op run with --trace, best of two each way (runs alternate, so load hits both).
+    const tracePath = `${tmpdir()}/wp-bench-trace.json`;
+    const rates = { traced: 0, plain: ours.rate };
+    for (let k = 0; k < 2; k++) {
+      const t = await launch<Throughput>(3, ["throughput", "1000000"], 120_000, PROGRAM, ["--trace", tracePath]);
+      rates.traced = Math.max(rates.traced, t.rate);
+      if (k === 0)
+        rates.plain = Math.max(rates.plain, (await launch<Throughput>(3, ["throughput", "1000000"], 120_000)).rate);
+    }
+    const traced = { rate: rates.traced };
+    const plain = rates.plain;
     const cost = 1 - traced.rate / plain;
     process.stdout.write(
       `${formatTable([
