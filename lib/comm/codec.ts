@@ -1,32 +1,146 @@
-import { Packr } from "msgpackr";
+import { Packr, RESERVE_START_SPACE } from "msgpackr";
 import { EncodeError } from "../errors.ts";
 
 /**
- * One wire message is the msgpack array `[source, context, tag, data]`; a frame on the wire is one or more
- * of them back to back (msgpack is self-delimiting, so coalesced frames need no length prefixes).
- * `moreTypes` keeps typed arrays, Maps, Sets, Dates, Errors and BigInts their own types across the wire;
- * each packed message carries its own record definitions, so frames decode in any order on any rank.
+ * The wire format of point-to-point messages. Each message is a fixed 17-byte header followed by its body:
+ *
+ *   offset 0   u32 LE  body length in bytes
+ *   offset 4   u32 LE  source rank
+ *   offset 8   u32 LE  context
+ *   offset 12  u32 LE  tag
+ *   offset 16  u8      body kind: MSGPACK (msgpackr encoding of `data`) or BYTES (`data` is a plain
+ *                      Uint8Array, its bytes as they are)
+ *
+ * A frame is one or more messages back to back (how the transport coalesces small ones); a large message may
+ * instead travel split, its header and its body as two parts of one ZeroMQ message (see `decodeSplit`).
+ *
+ * The header is written and read with plain byte arithmetic, so routing a message costs no msgpack work, and
+ * a Uint8Array payload (the common case for bulk data) never goes through msgpackr at all. Every other value
+ * is encoded by msgpackr with `moreTypes`, which keeps typed arrays, Maps, Sets, Dates, Errors and BigInts
+ * their own types across the wire; each body carries its own record definitions, so messages decode in any
+ * order on any rank.
  */
+export const HEADER_BYTES = 17;
+const MSGPACK = 0;
+const BYTES = 1;
+/** The body length must fit the header's u32. */
+const MAX_BODY_BYTES = 2 ** 32 - 1;
+
 const packr = new Packr({ moreTypes: true });
 
+function writeHeader(b: Uint8Array, length: number, source: number, context: number, tag: number, kind: number) {
+  b[0] = length;
+  b[1] = length >>> 8;
+  b[2] = length >>> 16;
+  b[3] = length >>> 24;
+  b[4] = source;
+  b[5] = source >>> 8;
+  b[6] = source >>> 16;
+  b[7] = source >>> 24;
+  b[8] = context;
+  b[9] = context >>> 8;
+  b[10] = context >>> 16;
+  b[11] = context >>> 24;
+  b[12] = tag;
+  b[13] = tag >>> 8;
+  b[14] = tag >>> 16;
+  b[15] = tag >>> 24;
+  b[16] = kind;
+}
+
+function u32(b: Uint8Array, at: number): number {
+  return (
+    ((b[at] as number) | ((b[at + 1] as number) << 8) | ((b[at + 2] as number) << 16)) + (b[at + 3] as number) * 2 ** 24
+  );
+}
+
+/** Encodes one message. Throws EncodeError (naming `call`) when msgpackr cannot encode `data`. */
 export function encodeMessage(source: number, context: number, tag: number, data: unknown, call: string): Buffer {
+  if (data instanceof Uint8Array && data.constructor === Uint8Array) {
+    checkLength(data.length, call);
+    const b = Buffer.allocUnsafe(HEADER_BYTES + data.length);
+    writeHeader(b, data.length, source, context, tag, BYTES);
+    b.set(data, HEADER_BYTES);
+    return b;
+  }
+  let b: Buffer;
   try {
-    return packr.pack([source, context, tag, data]);
+    // msgpackr leaves the first HEADER_BYTES of its output for us, so the message is built without a copy.
+    b = packr.pack(data, RESERVE_START_SPACE | HEADER_BYTES);
   } catch (cause) {
     const why = cause instanceof Error ? cause.message : String(cause);
     throw new EncodeError(`${call}: data cannot be encoded by msgpackr (${why})`, { cause });
   }
+  checkLength(b.length - HEADER_BYTES, call);
+  writeHeader(b, b.length - HEADER_BYTES, source, context, tag, MSGPACK);
+  return b;
 }
 
-/** Calls `each` for every message in a frame, in the order they were packed. */
+function checkLength(length: number, call: string): void {
+  if (length > MAX_BODY_BYTES) {
+    throw new EncodeError(`${call}: data is ${length} bytes encoded; a message holds at most ${MAX_BODY_BYTES}`);
+  }
+}
+
+/**
+ * Calls `each` for every message in a frame, in the order they were packed. A BYTES body arrives as a plain
+ * Uint8Array with a buffer of its own (copied out of the frame, so keeping it does not keep the frame).
+ */
 export function decodeFrame(
-  frame: Uint8Array,
+  frame: Buffer,
   each: (source: number, context: number, tag: number, data: unknown) => void,
 ): void {
-  packr.unpackMultiple(frame as Buffer, (value: unknown) => {
-    const m = value as [number, number, number, unknown];
-    each(m[0], m[1], m[2], m[3]);
-  });
+  const end = frame.length;
+  let at = 0;
+  while (at < end) {
+    if (at + HEADER_BYTES > end) throw new Error(`corrupt frame: ${end - at} bytes left, less than a header`);
+    const body = at + HEADER_BYTES;
+    const next = body + u32(frame, at);
+    if (next > end) throw new Error(`corrupt frame: a message of ${next - body} bytes overruns the frame`);
+    const source = u32(frame, at + 4);
+    const context = u32(frame, at + 8);
+    const tag = u32(frame, at + 12);
+    const kind = frame[at + 16];
+    let data: unknown;
+    if (kind === BYTES) data = copyOut(frame, body, next);
+    // msgpackr reads the frame itself: a Buffer inside `data` then arrives as a Buffer, as it was sent.
+    else if (kind === MSGPACK) data = packr.unpack(frame, { start: body, end: next });
+    else throw new Error(`corrupt frame: unknown body kind ${kind}`);
+    at = next;
+    each(source, context, tag, data);
+  }
+}
+
+/** Copies `frame[start, end)` into a plain Uint8Array of its own, whatever the frame's class. */
+function copyOut(frame: Uint8Array, start: number, end: number): Uint8Array {
+  const out = new Uint8Array(end - start);
+  if (end - start <= 64) for (let i = start; i < end; i++) out[i - start] = frame[i] as number;
+  else out.set(new Uint8Array(frame.buffer, frame.byteOffset + start, end - start));
+  return out;
+}
+
+/**
+ * Decodes one message that travelled split: `header` is exactly its header, `body` its body (a ZeroMQ part of
+ * its own). A BYTES body becomes the data without a copy when it owns its whole buffer, which ZeroMQ's
+ * received parts do, so the result is the same as `decodeFrame` gives: a Uint8Array with a buffer of its own.
+ */
+export function decodeSplit(
+  header: Uint8Array,
+  body: Buffer,
+  each: (source: number, context: number, tag: number, data: unknown) => void,
+): void {
+  if (header.length !== HEADER_BYTES) throw new Error(`corrupt message: a header of ${header.length} bytes`);
+  if (u32(header, 0) !== body.length) {
+    throw new Error(`corrupt message: header says ${u32(header, 0)} bytes, body has ${body.length}`);
+  }
+  const kind = header[16];
+  let data: unknown;
+  if (kind === BYTES) {
+    const owns = body.byteOffset === 0 && body.buffer.byteLength === body.length;
+    data = owns ? new Uint8Array(body.buffer, 0, body.length) : new Uint8Array(body);
+  } else if (kind === MSGPACK) data = packr.unpack(body);
+  else throw new Error(`corrupt message: unknown body kind ${kind}`);
+  each(u32(header, 4), u32(header, 8), u32(header, 12), data);
 }
 
 /** Plain encode/decode of a single value (bootstrap messages, files). */

@@ -30,7 +30,7 @@ interface Pending {
  * Unexpected messages are kept per source, so a receive naming its source never scans other sources' traffic.
  */
 export class Matcher {
-  private readonly bySource = new Map<number, Queued[]>();
+  private readonly bySource = new Map<number, SourceQueue>();
   private pending: Pending[] = [];
   private seq = 0;
   private queued = 0;
@@ -54,7 +54,7 @@ export class Matcher {
     }
     let q = this.bySource.get(source);
     if (!q) {
-      q = [];
+      q = new SourceQueue();
       this.bySource.set(source, q);
     }
     q.push({ source, tag, data, seq: this.seq++ });
@@ -65,28 +65,28 @@ export class Matcher {
   take(source: number, tag: number): Message | undefined {
     if (this.queued === 0) return undefined;
     if (source !== ANY) return this.takeFrom(this.bySource.get(source), tag);
-    let best: Queued[] | undefined;
+    let best: SourceQueue | undefined;
     let bestIndex = -1;
     let bestSeq = Number.POSITIVE_INFINITY;
     for (const q of this.bySource.values()) {
-      const i = indexOfTag(q, tag);
-      if (i >= 0 && (q[i] as Queued).seq < bestSeq) {
+      const i = q.indexOfTag(tag);
+      if (i >= 0 && q.at(i).seq < bestSeq) {
         best = q;
         bestIndex = i;
-        bestSeq = (q[i] as Queued).seq;
+        bestSeq = q.at(i).seq;
       }
     }
     return best ? this.removeAt(best, bestIndex) : undefined;
   }
 
-  private takeFrom(q: Queued[] | undefined, tag: number): Message | undefined {
+  private takeFrom(q: SourceQueue | undefined, tag: number): Message | undefined {
     if (!q) return undefined;
-    const i = indexOfTag(q, tag);
+    const i = q.indexOfTag(tag);
     return i < 0 ? undefined : this.removeAt(q, i);
   }
 
-  private removeAt(q: Queued[], i: number): Message {
-    const m = (i === 0 ? q.shift() : q.splice(i, 1)[0]) as Queued;
+  private removeAt(q: SourceQueue, i: number): Message {
+    const m = q.removeAt(i);
     this.queued--;
     return { source: m.source, tag: m.tag, data: m.data };
   }
@@ -94,9 +94,9 @@ export class Matcher {
   /** Waits for a matching message. Rejects with AbortError when `signal` aborts, ClosedError on close. */
   receive(source: number, tag: number, signal: AbortSignal | undefined, call: string): Promise<Message> {
     if (this.closedReason) return Promise.reject(new ClosedError(`${call}: ${this.closedReason}`));
+    if (signal?.aborted) return Promise.reject(new AbortError(`${call} aborted`, { cause: signal.reason }));
     const m = this.take(source, tag);
     if (m) return Promise.resolve(m);
-    if (signal?.aborted) return Promise.reject(new AbortError(`${call} aborted`, { cause: signal.reason }));
     return new Promise<Message>((resolve, reject) => {
       const p: Pending = { source, tag, resolve, reject, cleanup: undefined };
       if (signal) {
@@ -124,9 +124,47 @@ export class Matcher {
   }
 }
 
-function indexOfTag(q: Queued[], tag: number): number {
-  if (q.length === 0) return -1;
-  if (tag === ANY) return 0;
-  for (let i = 0; i < q.length; i++) if ((q[i] as Queued).tag === tag) return i;
-  return -1;
+/**
+ * One source's unexpected messages, oldest first. Taking the oldest is O(1): `Array#shift` copies the whole
+ * array once it is long, which made a receiver that fell 100k messages behind quadratic.
+ */
+class SourceQueue {
+  private items: (Queued | undefined)[] = [];
+  private head = 0;
+
+  push(m: Queued): void {
+    this.items.push(m);
+  }
+
+  /** Position of the oldest message with `tag` (or any tag), or -1. */
+  indexOfTag(tag: number): number {
+    const items = this.items;
+    if (this.head === items.length) return -1;
+    if (tag === ANY) return this.head;
+    for (let i = this.head; i < items.length; i++) if ((items[i] as Queued).tag === tag) return i;
+    return -1;
+  }
+
+  at(i: number): Queued {
+    return this.items[i] as Queued;
+  }
+
+  removeAt(i: number): Queued {
+    const items = this.items;
+    const m = items[i] as Queued;
+    if (i !== this.head) {
+      items.splice(i, 1);
+      return m;
+    }
+    items[i] = undefined;
+    this.head++;
+    if (this.head === items.length) {
+      this.items = [];
+      this.head = 0;
+    } else if (this.head >= 1024 && this.head * 2 >= items.length) {
+      this.items = items.slice(this.head);
+      this.head = 0;
+    }
+    return m;
+  }
 }

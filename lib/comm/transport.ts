@@ -1,4 +1,5 @@
 import * as zmq from "zeromq";
+import { HEADER_BYTES } from "./codec.ts";
 
 /**
  * The wire: one PULL inbox per rank, and one PUSH socket per peer this rank sends to (connected lazily,
@@ -6,24 +7,44 @@ import * as zmq from "zeromq";
  * gives MPI's non-overtaking rule between each pair of ranks.
  *
  * Small messages bound for the same rank are coalesced: a message goes out at once when nothing is in flight
- * to that rank; messages that arrive while a frame is in flight wait in the outbox and leave together as the
- * next frame. A lone message is never delayed, and a stream of small ones costs one ZeroMQ send per batch.
+ * to that rank; messages that arrive while a frame is in flight are copied into the next frame, which leaves
+ * as soon as the one in flight is handed over. A lone message is never delayed, and a stream of small ones
+ * costs one ZeroMQ send per batch. Frames are cut from slabs of SLAB_BYTES, so coalescing allocates one
+ * buffer per slab, not one per message, and a backlog is a few large buffers rather than many small ones.
+ *
+ * A ZeroMQ message of one part is a frame (codec.ts `decodeFrame`). A message of SOLO_BYTES or more goes as two
+ * parts, its header and its body (codec.ts `decodeSplit`): the receiver then gets the body as a buffer of its
+ * own from ZeroMQ and can hand it to the app without copying it.
  */
 
-/** Messages at least this large go out as a frame of their own (no concatenation copy). */
+/** Messages at least this large go out on their own, split in header and body, and are never copied here. */
 const SOLO_BYTES = 16 * 1024;
 /** A coalesced frame stops growing at this size. */
 const FRAME_BYTES = 256 * 1024;
+/** Coalesced frames are cut from buffers of this size (a frame never spans two). */
+const SLAB_BYTES = FRAME_BYTES;
 /** Above this many queued bytes for one peer, `enqueue` hands back a promise that resolves once drained. */
 const OUTBOX_HIGH_BYTES = 8 * 1024 * 1024;
+/** After receiving this many bytes, the receive loop yields to the event loop. */
+const YIELD_BYTES = 256 * 1024;
 /** How long `close` keeps trying to deliver what is still queued (a peer that died must not hang us). */
 const LINGER_MS = 30_000;
 
+/** What one ZeroMQ send carries: a frame, or a large message split in header and body. */
+type Outgoing = Buffer | [header: Buffer, body: Buffer];
+
 interface Outbox {
-  socket: zmq.Push;
-  queue: Buffer[];
+  readonly socket: zmq.Push;
+  /** Frames ready to go, oldest first from `head`; all of them were queued before the open frame. */
+  frames: (Outgoing | undefined)[];
   head: number;
+  /** The open frame, still growing, is `slab[openStart, openEnd)`. */
+  slab: Buffer | undefined;
+  openStart: number;
+  openEnd: number;
+  /** Bytes queued for this peer and not yet handed to ZeroMQ. */
   bytes: number;
+  /** A pump is running: a frame is being handed over or more are queued. */
   sending: boolean;
   drained: (() => void)[];
 }
@@ -41,10 +62,13 @@ export class Transport {
     this.endpoint = endpoint;
   }
 
-  /** Binds this rank's inbox. `onFrame` gets every received frame in arrival order. */
+  /**
+   * Binds this rank's inbox. `onFrame` gets every received frame in arrival order: `onFrame(frame)` for a
+   * frame, `onFrame(header, body)` for a message that travelled split.
+   */
   static async bind(
     address: string,
-    onFrame: (frame: Buffer) => void,
+    onFrame: (frame: Buffer, body?: Buffer) => void,
     onError: (e: Error) => void,
   ): Promise<Transport> {
     const inbox = new zmq.Pull({ receiveHighWaterMark: 0, linger: 0 });
@@ -58,11 +82,29 @@ export class Transport {
     this.endpoints = endpoints;
   }
 
-  private async receiveLoop(onFrame: (frame: Buffer) => void, onError: (e: Error) => void): Promise<void> {
+  private async receiveLoop(
+    onFrame: (frame: Buffer, body?: Buffer) => void,
+    onError: (e: Error) => void,
+  ): Promise<void> {
     try {
+      let sinceYield = 0;
       for (;;) {
         const parts = await this.inbox.receive();
-        for (const part of parts) onFrame(part);
+        const [first, body] = parts as [Buffer, Buffer?];
+        if (parts.length > 2) throw new Error(`received a message of ${parts.length} parts`);
+        onFrame(first, body);
+        sinceYield += first.length + (body?.length ?? 0);
+        // ZeroMQ hands over frames without a turn of the event loop while it has them, so a fast sender could
+        // grow the queue of unreceived messages without bound. Yielding now and then lets the app take what
+        // arrived first; a backlog then waits in ZeroMQ's buffers, not as JS objects that outlive young GC.
+        if (sinceYield >= YIELD_BYTES) {
+          sinceYield = 0;
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        } else {
+          // One microtask turn, so that the app's reaction to this frame (typically a reply, sent at once)
+          // runs before the next receive, which may poll: in a ping-pong the reply leaves a few µs sooner.
+          await Promise.resolve();
+        }
       }
     } catch (e) {
       if (!this.closed) onError(e as Error);
@@ -76,56 +118,68 @@ export class Transport {
       if (endpoint === undefined) throw new Error(`no endpoint for rank ${dest}`);
       const socket = new zmq.Push({ sendHighWaterMark: 0, linger: LINGER_MS, immediate: false });
       socket.connect(endpoint);
-      box = { socket, queue: [], head: 0, bytes: 0, sending: false, drained: [] };
+      box = {
+        socket,
+        frames: [],
+        head: 0,
+        slab: undefined,
+        openStart: 0,
+        openEnd: 0,
+        bytes: 0,
+        sending: false,
+        drained: [],
+      };
       this.outboxes.set(dest, box);
     }
     return box;
   }
 
   /**
-   * Queues one encoded message for `dest`. Returns undefined when the message is accepted, or a promise that
-   * resolves when the outbox for `dest` has drained below its high-water mark (back-pressure).
+   * Queues one message made by codec.ts `encodeMessage` for `dest`; it must not change afterwards (it may be
+   * sent as it is). Returns undefined when the message is accepted, or a promise that resolves when the
+   * outbox for `dest` has drained below its high-water mark (back-pressure).
    */
   enqueue(dest: number, message: Buffer): Promise<void> | undefined {
     if (this.sendError) throw this.sendError;
     const box = this.outbox(dest);
-    box.queue.push(message);
     box.bytes += message.length;
-    if (!box.sending) void this.pump(box);
+    if (!box.sending) {
+      // Nothing in flight, so nothing queued either: the message leaves now, on its own.
+      box.frames.push(message.length >= SOLO_BYTES ? split(message) : message);
+      void this.pump(box);
+    } else if (message.length >= SOLO_BYTES) {
+      seal(box);
+      box.frames.push(split(message));
+    } else {
+      append(box, message);
+    }
     if (box.bytes > OUTBOX_HIGH_BYTES) return new Promise((resolve) => box.drained.push(resolve));
     return undefined;
   }
 
+  /** Hands frames to ZeroMQ one at a time, oldest first, until the outbox is empty. */
   private async pump(box: Outbox): Promise<void> {
     box.sending = true;
     try {
-      while (box.head < box.queue.length) {
-        const first = box.queue[box.head] as Buffer;
-        let frame: Buffer;
-        if (first.length >= SOLO_BYTES || box.head + 1 === box.queue.length) {
-          frame = first;
-          box.head++;
-        } else {
-          let end = box.head;
-          let total = 0;
-          while (end < box.queue.length) {
-            const m = box.queue[end] as Buffer;
-            if (m.length >= SOLO_BYTES || (total > 0 && total + m.length > FRAME_BYTES)) break;
-            total += m.length;
-            end++;
+      for (;;) {
+        let frame = box.frames[box.head];
+        if (frame !== undefined) {
+          box.frames[box.head++] = undefined;
+          if (box.head === box.frames.length) {
+            box.frames = [];
+            box.head = 0;
+          } else if (box.head >= 1024 && box.head * 2 >= box.frames.length) {
+            box.frames = box.frames.slice(box.head);
+            box.head = 0;
           }
-          frame = end === box.head + 1 ? first : Buffer.concat(box.queue.slice(box.head, end), total);
-          box.head = end;
-        }
-        if (box.head === box.queue.length) {
-          box.queue = [];
-          box.head = 0;
-        } else if (box.head > 1024 && box.head * 2 > box.queue.length) {
-          box.queue = box.queue.slice(box.head);
-          box.head = 0;
+        } else if (box.openEnd > box.openStart) {
+          frame = (box.slab as Buffer).subarray(box.openStart, box.openEnd);
+          box.openStart = box.openEnd;
+        } else {
+          break;
         }
         await box.socket.send(frame);
-        box.bytes -= frame.length;
+        box.bytes -= Array.isArray(frame) ? frame[0].length + frame[1].length : frame.length;
         if (box.drained.length > 0 && box.bytes <= OUTBOX_HIGH_BYTES / 2) {
           for (const resolve of box.drained.splice(0)) resolve();
         }
@@ -134,16 +188,16 @@ export class Transport {
       this.sendError = e as Error;
     } finally {
       box.sending = false;
-      if (box.queue.length === box.head) for (const resolve of box.drained.splice(0)) resolve();
+      if (this.sendError || !pending(box)) for (const resolve of box.drained.splice(0)) resolve();
     }
   }
 
-  /** Resolves once every queued message has been handed to ZeroMQ. */
+  /** Resolves once every queued message has been handed to ZeroMQ (or sending has failed). */
   async flush(): Promise<void> {
     for (const box of this.outboxes.values()) {
-      while (box.sending || box.head < box.queue.length) {
+      while (!this.sendError && (box.sending || pending(box))) {
+        if (!box.sending) void this.pump(box);
         await new Promise<void>((resolve) => box.drained.push(resolve));
-        if (!box.sending && box.head < box.queue.length) void this.pump(box);
       }
     }
   }
@@ -156,4 +210,33 @@ export class Transport {
     for (const box of this.outboxes.values()) box.socket.close();
     this.inbox.close();
   }
+}
+
+function split(message: Buffer): Outgoing {
+  return [message.subarray(0, HEADER_BYTES), message.subarray(HEADER_BYTES)];
+}
+
+function pending(box: Outbox): boolean {
+  return box.head < box.frames.length || box.openEnd > box.openStart;
+}
+
+/** Ends the open frame: it joins the frames ready to go, and the next message starts a new one. */
+function seal(box: Outbox): void {
+  if (box.openEnd === box.openStart) return;
+  box.frames.push((box.slab as Buffer).subarray(box.openStart, box.openEnd));
+  box.openStart = box.openEnd;
+}
+
+/** Copies a small message to the end of the open frame, starting a new frame or slab when it is full. */
+function append(box: Outbox, message: Buffer): void {
+  let slab = box.slab;
+  if (box.openEnd - box.openStart + message.length > FRAME_BYTES) seal(box);
+  if (slab === undefined || box.openEnd + message.length > slab.length) {
+    seal(box);
+    slab = box.slab = Buffer.allocUnsafe(SLAB_BYTES);
+    box.openStart = 0;
+    box.openEnd = 0;
+  }
+  slab.set(message, box.openEnd);
+  box.openEnd += message.length;
 }

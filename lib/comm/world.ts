@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { ClosedError, describe, InvalidArgumentError } from "../errors.ts";
 import { type PoolOptions, resolvePoolConfig } from "../pool/options.ts";
 import { Pool } from "../pool/pool.ts";
-import { decodeFrame, encodeMessage } from "./codec.ts";
+import { decodeFrame, decodeSplit, encodeMessage } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
 import { type JobEnv, readJobEnv } from "./env.ts";
@@ -27,6 +27,8 @@ export interface RecvOptions {
 export type ContextListener = (source: number, tag: number, data: unknown) => void;
 
 const MAX_TAG = 2 ** 31 - 1;
+/** What `send` returns when the message is queued without back-pressure (one shared, already resolved). */
+const RESOLVED: Promise<void> = Promise.resolve();
 
 /**
  * One rank's view of the job: its rank, the job size, point-to-point messages and collectives.
@@ -72,10 +74,15 @@ export class World implements AsyncDisposable {
     this.transport = transport;
   }
 
-  /** @internal called by the transport for every received frame. */
-  onFrame = (frame: Buffer): void => {
-    decodeFrame(frame, (source, context, tag, data) => this.dispatch(source, context, tag, data));
+  /** @internal called by the transport for every received frame, or (with `body`) a message sent split. */
+  onFrame = (frame: Buffer, body?: Buffer): void => {
+    if (body) decodeSplit(frame, body, this.onMessage);
+    else decodeFrame(frame, this.onMessage);
   };
+
+  /** One callback for every frame: no closure to create (and, under tsx, to name) per frame. */
+  private readonly onMessage = (source: number, context: number, tag: number, data: unknown): void =>
+    this.dispatch(source, context, tag, data);
 
   private dispatch(source: number, context: number, tag: number, data: unknown): void {
     const listener = this.listeners.get(context);
@@ -123,7 +130,7 @@ export class World implements AsyncDisposable {
     }
     const t = this.transport;
     if (!t) return Promise.reject(new ClosedError(`${call}: no transport`));
-    return t.enqueue(dest, bytes) ?? Promise.resolve();
+    return t.enqueue(dest, bytes) ?? RESOLVED;
   }
 
   /**
@@ -131,21 +138,31 @@ export class World implements AsyncDisposable {
    * encoded when `send` was called, so it may be changed right away. Resolves later only to apply
    * back-pressure when several MiB are already queued for `dest`.
    */
-  async send(dest: number, tag: number, data: unknown): Promise<void> {
-    this.checkOpen("send");
-    this.checkRank("send", "dest", dest, false);
-    this.checkTag("send", tag, false);
-    return this.sendIn(CONTEXT.user, dest, tag, data, "send");
+  send(dest: number, tag: number, data: unknown): Promise<void> {
+    // Not `async`: on the hot path that would add a promise and several microtask turns per message.
+    try {
+      this.checkOpen("send");
+      this.checkRank("send", "dest", dest, false);
+      this.checkTag("send", tag, false);
+      return this.sendIn(CONTEXT.user, dest, tag, data, "send");
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** Receives the earliest message matching `source` and `tag` (either may be ANY, the default). */
-  async recv<T = unknown>(opts: RecvOptions = {}): Promise<Message<T>> {
-    this.checkOpen("recv");
-    const source = opts.source ?? ANY;
-    const tag = opts.tag ?? ANY;
-    this.checkRank("recv", "source", source, true);
-    this.checkTag("recv", tag, true);
-    return this.matcher(CONTEXT.user).receive(source, tag, opts.signal, "recv") as Promise<Message<T>>;
+  recv<T = unknown>(opts: RecvOptions = {}): Promise<Message<T>> {
+    // Not `async`, like `send`.
+    try {
+      this.checkOpen("recv");
+      const source = opts.source ?? ANY;
+      const tag = opts.tag ?? ANY;
+      this.checkRank("recv", "source", source, true);
+      this.checkTag("recv", tag, true);
+      return this.matcher(CONTEXT.user).receive(source, tag, opts.signal, "recv") as Promise<Message<T>>;
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   /** Takes a matching message that has already arrived, without waiting; undefined if there is none. */
