@@ -3,22 +3,12 @@
 //   distributed-ranks.ts emulate <secondsPerRank> <combo>...   emulated work (timed waits, Pareto alpha 3,
 //       mean 20 ms) all put on rank 0; for each combination "initiation/partner/termination" one pool run
 //   distributed-ranks.ts latency <reps> <termination>   termination latency of small no-op runs
+import { Random } from "../../apps/common/random.ts";
 import { connect, type PoolOptions } from "workpool";
 
 const [mode = "throughput", ...rest] = process.argv.slice(2);
 const world = await connect();
 const epochNow = () => performance.timeOrigin + performance.now();
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function combo(spec: string): PoolOptions {
   const [initiation, partner, termination] = spec.split("/") as [string, string, string];
@@ -68,7 +58,8 @@ if (mode === "throughput") {
   for (const spec of rest.slice(1)) {
     const pool = world.pool<number>(combo(spec));
     if (world.rank === 0) {
-      const next = rng(11);
+      const random = new Random(11);
+      const next = () => random.next();
       let total = 0;
       while (total < perRank * 1000 * world.size) {
         const ms = xm / (1 - next()) ** (1 / alpha);

@@ -4,23 +4,13 @@
 //       Emulated work: every task waits (setTimeout) a time drawn from a Pareto distribution (alpha 3,
 //       mean 20 ms). A `slowFraction` of the workers is slowed 4x. The lower bound is computed from the
 //       waits actually measured (timer overshoot counts as work), in units of a normal-speed worker.
+import { Random } from "../../apps/common/random.ts";
 import { connect } from "workpool";
 
 const [mode = "throughput", ...rest] = process.argv.slice(2);
 const world = await connect();
 const pool = world.pool<number>();
 const workers = world.size > 1 ? world.size - 1 : 1;
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 if (mode === "throughput") {
   const n = Number(rest[0] ?? 1_000_000);
@@ -44,7 +34,8 @@ if (mode === "throughput") {
   // The slowed workers are the last ranks (coordinator is rank 0).
   const slow = world.rank > 0 && world.rank >= world.size - slowCount ? 4 : 1;
   if (world.rank === 0) {
-    const next = rng(seed);
+    const random = new Random(seed);
+    const next = () => random.next();
     let total = 0;
     const budget = perWorker * 1000 * workers;
     while (total < budget) {
