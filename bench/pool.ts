@@ -4,6 +4,7 @@
  * workers slowed 4x). Emulated work is timed waits, so 64 ranks on a 2-core machine still measure scheduling,
  * not CPU contention.
  */
+import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { fmt, formatTable, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
@@ -131,6 +132,7 @@ export const suite: Suite = {
       if (k === 0)
         rates.plain = Math.max(rates.plain, (await launch<Throughput>(3, ["throughput", "1000000"], 120_000)).rate);
     }
+    rmSync(tracePath, { force: true });
     const traced = { rate: rates.traced };
     const plain = rates.plain;
     const cost = 1 - traced.rate / plain;
