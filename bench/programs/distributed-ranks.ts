@@ -3,7 +3,7 @@
 //   distributed-ranks.ts emulate <secondsPerRank> <combo>...   emulated work (timed waits, Pareto alpha 3,
 //       mean 20 ms) all put on rank 0; for each combination "initiation/partner/termination" one pool run
 //   distributed-ranks.ts latency <reps> <termination>   termination latency of small no-op runs
-import { Random } from "../../apps/common/random.ts";
+import { emulatedWorker, putEmulatedWork } from "./emulated.ts";
 import { connect, type PoolOptions } from "workpool";
 
 const [mode = "throughput", ...rest] = process.argv.slice(2);
@@ -52,36 +52,17 @@ if (mode === "throughput") {
   }
 } else if (mode === "emulate") {
   const perRank = Number(rest[0] ?? 3);
-  const meanMs = 20;
-  const alpha = 3;
-  const xm = (meanMs * (alpha - 1)) / alpha;
   for (const spec of rest.slice(1)) {
     const pool = world.pool<number>(combo(spec));
-    if (world.rank === 0) {
-      const random = new Random(11);
-      const next = () => random.next();
-      let total = 0;
-      while (total < perRank * 1000 * world.size) {
-        const ms = xm / (1 - next()) ** (1 / alpha);
-        pool.put(ms);
-        total += ms;
-      }
-    }
-    let work = 0;
-    let longest = 0;
+    if (world.rank === 0) putEmulatedWork((ms) => pool.put(ms), perRank * 1000 * world.size, 11);
+    const { handler, measured } = emulatedWorker();
     await world.barrier();
     const t0 = performance.now();
-    const stats = await pool.run(async (ms) => {
-      const s = performance.now();
-      await new Promise((resolve) => setTimeout(resolve, ms));
-      const took = performance.now() - s;
-      work += took;
-      if (took > longest) longest = took;
-    });
+    const stats = await pool.run(handler);
     const makespan = performance.now() - t0;
     const s = await summary(stats);
-    const totalWork = await world.allreduce(work, "sum");
-    const maxTask = await world.allreduce(longest, "max");
+    const totalWork = await world.allreduce(measured.work, "sum");
+    const maxTask = await world.allreduce(measured.longest, "max");
     if (world.rank === 0) {
       const bound = Math.max(totalWork / world.size, maxTask);
       console.log(

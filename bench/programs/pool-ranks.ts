@@ -4,7 +4,7 @@
 //       Emulated work: every task waits (setTimeout) a time drawn from a Pareto distribution (alpha 3,
 //       mean 20 ms). A `slowFraction` of the workers is slowed 4x. The lower bound is computed from the
 //       waits actually measured (timer overshoot counts as work), in units of a normal-speed worker.
-import { Random } from "../../apps/common/random.ts";
+import { emulatedWorker, putEmulatedWork } from "./emulated.ts";
 import { connect } from "workpool";
 
 const [mode = "throughput", ...rest] = process.argv.slice(2);
@@ -27,37 +27,17 @@ if (mode === "throughput") {
   const perWorker = Number(rest[0] ?? 3);
   const slowFraction = Number(rest[1] ?? 0);
   const seed = Number(rest[2] ?? 1);
-  const meanMs = 20;
-  const alpha = 3;
-  const xm = (meanMs * (alpha - 1)) / alpha;
   const slowCount = Math.round(workers * slowFraction);
   // The slowed workers are the last ranks (coordinator is rank 0).
   const slow = world.rank > 0 && world.rank >= world.size - slowCount ? 4 : 1;
-  if (world.rank === 0) {
-    const random = new Random(seed);
-    const next = () => random.next();
-    let total = 0;
-    const budget = perWorker * 1000 * workers;
-    while (total < budget) {
-      const ms = xm / (1 - next()) ** (1 / alpha);
-      pool.put(ms);
-      total += ms;
-    }
-  }
-  let work = 0;
-  let longest = 0;
+  if (world.rank === 0) putEmulatedWork((ms) => pool.put(ms), perWorker * 1000 * workers, seed);
+  const { handler, measured } = emulatedWorker(slow);
   await world.barrier();
   const t0 = performance.now();
-  const stats = await pool.run(async (ms) => {
-    const s = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, ms * slow));
-    const unit = (performance.now() - s) / slow;
-    work += unit;
-    if (unit > longest) longest = unit;
-  });
+  const stats = await pool.run(handler);
   const makespan = performance.now() - t0;
-  const totalWork = await world.allreduce(work, "sum");
-  const maxTask = await world.allreduce(longest, "max");
+  const totalWork = await world.allreduce(measured.work, "sum");
+  const maxTask = await world.allreduce(measured.longest, "max");
   const speed = await world.allreduce(world.rank === 0 && world.size > 1 ? 0 : 1 / slow, "sum");
   const deferrals = await world.allreduce(stats.counters.ecdDeferrals ?? 0, "sum");
   const tasks = await world.allreduce(stats.tasksExecuted, "sum");
