@@ -6,6 +6,7 @@
  */
 import { InputError } from "../common/errors.ts";
 import type { Graph } from "./graph.ts";
+import { IndexedHeap } from "./heap.ts";
 
 function requireComplete(g: Graph, source: number, what: string): void {
   if (g.lo !== 0 || g.hi !== g.n) {
@@ -16,78 +17,24 @@ function requireComplete(g: Graph, source: number, what: string): void {
   }
 }
 
-/** Dijkstra from 0-based `source`, with an indexed binary min-heap (decrease-key) on typed arrays. */
+/** Dijkstra from 0-based `source`, with the indexed binary heap (decrease-key) of heap.ts. */
 export function dijkstra(g: Graph, source: number): Float64Array {
   requireComplete(g, source, "dijkstra");
   const { n, offsets, targets, weights } = g;
   const dist = new Float64Array(n).fill(Number.POSITIVE_INFINITY);
-  const heapV = new Int32Array(n);
-  const heapK = new Float64Array(n);
-  /** Index of a vertex in the heap, -1 when not in it. */
-  const where = new Int32Array(n).fill(-1);
-  let size = 0;
-
-  /** Moves vertex `v` with key `k` up from hole `i`. */
-  const siftUp = (i: number, v: number, k: number): void => {
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const pk = heapK[parent]!;
-      if (pk <= k) break;
-      const pv = heapV[parent]!;
-      heapV[i] = pv;
-      heapK[i] = pk;
-      where[pv] = i;
-      i = parent;
-    }
-    heapV[i] = v;
-    heapK[i] = k;
-    where[v] = i;
-  };
-
+  const heap = new IndexedHeap(n);
   dist[source] = 0;
-  siftUp(0, source, 0);
-  size = 1;
-  while (size > 0) {
-    const u = heapV[0]!;
-    const du = heapK[0]!;
-    where[u] = -1;
-    size--;
-    if (size > 0) {
-      // Sift the last element down from the root hole.
-      const v = heapV[size]!;
-      const k = heapK[size]!;
-      let i = 0;
-      for (;;) {
-        let c = 2 * i + 1;
-        if (c >= size) break;
-        let ck = heapK[c]!;
-        if (c + 1 < size) {
-          const rk = heapK[c + 1]!;
-          if (rk < ck) {
-            c++;
-            ck = rk;
-          }
-        }
-        if (ck >= k) break;
-        const cv = heapV[c]!;
-        heapV[i] = cv;
-        heapK[i] = ck;
-        where[cv] = i;
-        i = c;
-      }
-      heapV[i] = v;
-      heapK[i] = k;
-      where[v] = i;
-    }
+  heap.set(source, 0);
+  while (heap.size > 0) {
+    const du = heap.minKey();
+    const u = heap.pop();
     const end = offsets[u + 1]!;
     for (let e = offsets[u]!; e < end; e++) {
       const v = targets[e]!;
       const nd = du + weights[e]!;
       if (nd < dist[v]!) {
         dist[v] = nd;
-        const at = where[v]!;
-        if (at < 0) siftUp(size++, v, nd);
-        else siftUp(at, v, nd);
+        heap.set(v, nd);
       }
     }
   }

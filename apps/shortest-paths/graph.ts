@@ -31,6 +31,14 @@ export function arcCount(g: Graph): number {
   return g.targets.length;
 }
 
+/** Sum of the weights of the arcs stored in `g`. */
+export function weightTotal(g: Graph): number {
+  const w = g.weights;
+  let sum = 0;
+  for (let i = 0; i < w.length; i++) sum += w[i]!;
+  return sum;
+}
+
 /** True when `g` holds the out-arcs of every vertex. */
 export function isComplete(g: Graph): boolean {
   return g.lo === 0 && g.hi === g.n;

@@ -1,67 +1,87 @@
 /**
- * A binary min-heap of (vertex, distance) pairs on typed arrays, with lazy deletion: a vertex may be pushed
- * again with a smaller distance, and stale entries are skipped by the caller (distance > best known).
+ * An indexed binary min-heap of vertices 0 .. n-1 keyed by distance, on typed arrays, with decrease-key: each
+ * vertex is in the heap at most once, so a pop never meets a stale entry. Sequential Dijkstra and every rank of
+ * the distributed variant use this same heap, so their times compare like for like.
  */
-export class VertexHeap {
-  private vertices = new Int32Array(1024);
-  private dists = new Float64Array(1024);
+export class IndexedHeap {
+  private readonly heapV: Int32Array;
+  private readonly heapK: Float64Array;
+  /** Index of a vertex in the heap, -1 when it is not in it. */
+  private readonly where: Int32Array;
   size = 0;
 
-  push(v: number, d: number): void {
-    if (this.size === this.vertices.length) {
-      const nv = new Int32Array(this.size * 2);
-      nv.set(this.vertices);
-      this.vertices = nv;
-      const nd = new Float64Array(this.size * 2);
-      nd.set(this.dists);
-      this.dists = nd;
-    }
-    const vs = this.vertices;
-    const ds = this.dists;
-    let i = this.size++;
-    while (i > 0) {
-      const p = (i - 1) >> 1;
-      if (ds[p]! <= d) break;
-      vs[i] = vs[p]!;
-      ds[i] = ds[p]!;
-      i = p;
-    }
-    vs[i] = v;
-    ds[i] = d;
+  constructor(n: number) {
+    this.heapV = new Int32Array(n);
+    this.heapK = new Float64Array(n);
+    this.where = new Int32Array(n).fill(-1);
   }
 
-  /** Distance of the top entry (Infinity when empty). */
-  peek(): number {
-    return this.size > 0 ? this.dists[0]! : Number.POSITIVE_INFINITY;
+  /** The smallest key, or Infinity when the heap is empty. */
+  minKey(): number {
+    return this.size > 0 ? this.heapK[0]! : Number.POSITIVE_INFINITY;
   }
 
-  /** Vertex of the top entry (undefined behaviour when empty). */
-  peekVertex(): number {
-    return this.vertices[0]!;
+  /** Inserts `v` with key `k`, or lowers its key to `k`; `k` must not be larger than a key `v` already has. */
+  set(v: number, k: number): void {
+    const at = this.where[v]!;
+    this.siftUp(at < 0 ? this.size++ : at, v, k);
   }
 
-  /** Removes the top entry; returns its vertex (its distance was `peek()`). */
+  /** Removes and returns the vertex with the smallest key (its key was `minKey()`); the heap must not be empty. */
   pop(): number {
-    const vs = this.vertices;
-    const ds = this.dists;
-    const top = vs[0]!;
-    const n = --this.size;
-    if (n > 0) {
-      const v = vs[n]!;
-      const d = ds[n]!;
+    const heapV = this.heapV;
+    const heapK = this.heapK;
+    const where = this.where;
+    const top = heapV[0]!;
+    where[top] = -1;
+    const size = --this.size;
+    if (size > 0) {
+      // Sift the last entry down from the root hole.
+      const v = heapV[size]!;
+      const k = heapK[size]!;
       let i = 0;
       for (;;) {
         let c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && ds[c + 1]! < ds[c]!) c++;
-        if (ds[c]! >= d) break;
-        vs[i] = vs[c]!;
-        ds[i] = ds[c]!;
+        if (c >= size) break;
+        let ck = heapK[c]!;
+        if (c + 1 < size) {
+          const rk = heapK[c + 1]!;
+          if (rk < ck) {
+            c++;
+            ck = rk;
+          }
+        }
+        if (ck >= k) break;
+        const cv = heapV[c]!;
+        heapV[i] = cv;
+        heapK[i] = ck;
+        where[cv] = i;
         i = c;
       }
-      vs[i] = v;
-      ds[i] = d;
+      heapV[i] = v;
+      heapK[i] = k;
+      where[v] = i;
     }
     return top;
+  }
+
+  /** Moves vertex `v` with key `k` up from hole `i`. */
+  private siftUp(i: number, v: number, k: number): void {
+    const heapV = this.heapV;
+    const heapK = this.heapK;
+    const where = this.where;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      const pk = heapK[parent]!;
+      if (pk <= k) break;
+      const pv = heapV[parent]!;
+      heapV[i] = pv;
+      heapK[i] = pk;
+      where[pv] = i;
+      i = parent;
+    }
+    heapV[i] = v;
+    heapK[i] = k;
+    where[v] = i;
   }
 }

@@ -15,8 +15,8 @@ import { dijkstra } from "./dijkstra.ts";
 import { readDimacs } from "./dimacs.ts";
 import { solveDistributed, type Update } from "./distributed.ts";
 import { DEFAULT_GRAPH_SEED, generateGraph, parseGraphSpec } from "./generate.ts";
-import { arcCount, blockRange, type Graph } from "./graph.ts";
-import { summarize, writeDistances } from "./summary.ts";
+import { arcCount, blockRange, type Graph, weightTotal } from "./graph.ts";
+import { addTally, type Summary, type Tally, tally, writeDistances } from "./summary.ts";
 
 const APP = "shortest-paths";
 export const DEFAULT_GRAPH = "grid:600x600";
@@ -60,22 +60,43 @@ await runApp(
       const source = intOption(APP, "source", args.source, 1, 1, graph.n) - 1;
       return { args, pool, variant, load, graph, source };
     });
-    const arcs = await world.allreduce(
-      variant === "distributed" ? arcCount(graph) : world.rank === 0 ? arcCount(graph) : 0,
+    const distributed = variant === "distributed";
+    // Graph figures, before the clock starts: arcs (each rank counts its own in the distributed variant) and
+    // the mean arc weight, which sets the distributed variant's pacing.
+    const [arcs, weightSum] = await world.allreduce(
+      distributed || world.rank === 0 ? [arcCount(graph), weightTotal(graph)] : [0, 0],
       "sum",
     );
+    const meanWeight = arcs > 0 ? weightSum / arcs : 1;
 
     await world.barrier();
     const t0 = performance.now();
-    const dist =
-      variant === "distributed"
-        ? await solveDistributed(world, pool as unknown as Pool<Update>, graph, source)
-        : await solveCentralized(world, pool, graph, source);
+    let tallied: Tally | undefined;
+    let mine: Float64Array | undefined;
+    if (distributed) {
+      // The distances stay where they were computed; rank 0 gets their summary, and gathers them only when
+      // it must print or check every one.
+      mine = await solveDistributed(world, pool as unknown as Pool<Update>, graph, source, meanWeight);
+      tallied = await world.reduce(tally(mine), addTally, 0);
+    } else {
+      const all = await solveCentralized(world, pool, graph, source);
+      tallied = all && tally(all);
+      mine = all;
+    }
     const seconds = (performance.now() - t0) / 1000;
+    const needAll = args.out !== undefined || args.verify === true;
+    let dist: Float64Array | undefined = distributed ? undefined : mine;
+    if (distributed && needAll) {
+      const parts = await world.gather(mine as Float64Array, 0);
+      if (parts) {
+        dist = new Float64Array(graph.n);
+        for (let r = 0; r < world.size; r++) dist.set(parts[r] as Float64Array, blockRange(graph.n, world.size, r)[0]);
+      }
+    }
 
-    if (world.rank === 0 && dist) {
-      const summary = summarize(dist, source, arcs);
-      if (args.out !== undefined) await writeDistances(args.out, dist);
+    if (world.rank === 0 && tallied) {
+      const summary: Summary = { vertices: graph.n, arcs, source: source + 1, ...tallied };
+      if (args.out !== undefined) await writeDistances(args.out, dist as Float64Array);
       if (args.json) {
         console.log(JSON.stringify({ ...summary, seconds: Number(seconds.toFixed(4)), variant }));
       } else {
@@ -84,28 +105,28 @@ await runApp(
             `${summary.reachable} reachable, sum ${summary.sum}, max ${summary.max} (${variant}, ${world.size} ranks, ${seconds.toFixed(3)} s)`,
         );
       }
-      if (args.verify) {
-        const whole = variant === "distributed" || graph.lo !== 0 || graph.hi !== graph.n ? await load() : graph;
-        const t1 = performance.now();
-        const expected = dijkstra(whole, source);
-        const dijkstraSeconds = (performance.now() - t1) / 1000;
-        let bad = -1;
-        for (let v = 0; v < expected.length; v++) {
-          if (expected[v] !== dist[v]) {
-            bad = v;
-            break;
-          }
+    }
+    if (world.rank === 0 && dist && args.verify) {
+      const whole = variant === "distributed" || graph.lo !== 0 || graph.hi !== graph.n ? await load() : graph;
+      const t1 = performance.now();
+      const expected = dijkstra(whole, source);
+      const dijkstraSeconds = (performance.now() - t1) / 1000;
+      let bad = -1;
+      for (let v = 0; v < expected.length; v++) {
+        if (expected[v] !== dist[v]) {
+          bad = v;
+          break;
         }
-        if (bad >= 0) {
-          console.error(
-            `${APP}: verify FAILED at vertex ${bad + 1}: Dijkstra says ${expected[bad]}, workpool says ${dist[bad]}`,
-          );
-          process.exitCode = 1;
-        } else {
-          console.error(
-            `${APP}: verified: all ${expected.length} distances equal Dijkstra's (${dijkstraSeconds.toFixed(3)} s sequential)`,
-          );
-        }
+      }
+      if (bad >= 0) {
+        console.error(
+          `${APP}: verify FAILED at vertex ${bad + 1}: Dijkstra says ${expected[bad]}, workpool says ${dist[bad]}`,
+        );
+        process.exitCode = 1;
+      } else {
+        console.error(
+          `${APP}: verified: all ${expected.length} distances equal Dijkstra's (${dijkstraSeconds.toFixed(3)} s sequential)`,
+        );
       }
     }
     await world.close();
