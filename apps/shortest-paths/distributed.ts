@@ -13,7 +13,7 @@
  * undo. Every message carries its sender's frontier (the smallest distance in its heap: a lower bound on the
  * updates it will send), and a rank settles only up to the smallest frontier of the others plus DELTA. The rank
  * holding the globally smallest distance can always go on, so the pacing cannot deadlock; DELTA lets ranks
- * work at the same time instead of taking turns. A rank settles at most SLICE vertices per task, then sends
+ * work at the same time instead of taking turns. A rank settles at most SP_SLICE vertices per task, then sends
  * what it found and lets the updates others sent it in.
  *
  * The result stays distributed: each rank returns the distances of its own range.
@@ -47,9 +47,9 @@ function knob(name: string, fallback: number): number {
 }
 
 /** Vertices settled per task before the rank sends what it found and lets other work in. */
-const SLICE = knob("SP_SLICE", 32768);
+const DEFAULT_SLICE = 32768;
 /** DELTA = DELTA_FACTOR x the mean arc weight. */
-const DELTA_FACTOR = knob("SP_DELTA_FACTOR", 64);
+const DEFAULT_DELTA_FACTOR = 64;
 
 /** Smaller distances first; a frontier-only message of an empty heap (Infinity) goes last. */
 const priorityOf = (d: number) => (Number.isFinite(d) ? -d : -Number.MAX_VALUE);
@@ -159,7 +159,8 @@ export async function solveDistributed(
   const size = world.size;
   const me = world.rank;
   const solver = new RangeSolver(g, size);
-  const delta = DELTA_FACTOR * meanWeight;
+  const slice = knob("SP_SLICE", DEFAULT_SLICE);
+  const delta = knob("SP_DELTA_FACTOR", DEFAULT_DELTA_FACTOR) * meanWeight;
   // Each other rank's latest frontier (by its sequence number); unheard-of ranks hold nothing yet.
   const frontier = new Float64Array(size).fill(Number.POSITIVE_INFINITY);
   const frontierSeq = new Float64Array(size).fill(-1);
@@ -185,7 +186,7 @@ export async function solveDistributed(
       }
       solver.improve(task.v, task.d);
     }
-    solver.settle(horizon(), SLICE);
+    solver.settle(horizon(), slice);
     const mine = solver.frontier;
     for (let r = 0; r < size; r++) {
       if (r === me || (solver.owed(r) === 0 && announced[r] === mine)) continue;
