@@ -16,7 +16,7 @@ import { readDimacs } from "./dimacs.ts";
 import { solveDistributed, type Update } from "./distributed.ts";
 import { DEFAULT_GRAPH_SEED, generateGraph, parseGraphSpec } from "./generate.ts";
 import { arcCount, blockRange, type Graph, weightTotal } from "./graph.ts";
-import { addTally, type Summary, type Tally, tally, writeDistances } from "./summary.ts";
+import { addTally, summaryOf, type Tally, tally, writeDistances } from "./summary.ts";
 
 const APP = "shortest-paths";
 export const DEFAULT_GRAPH = "grid:600x600";
@@ -71,23 +71,21 @@ await runApp(
 
     await world.barrier();
     const t0 = performance.now();
+    // Every distance, on rank 0, when it is needed; the distributed variant keeps them on their ranks, rank 0
+    // gets their summary and gathers them only when it must print or check every one.
+    let dist: Float64Array | undefined;
     let tallied: Tally | undefined;
     let mine: Float64Array | undefined;
     if (distributed) {
-      // The distances stay where they were computed; rank 0 gets their summary, and gathers them only when
-      // it must print or check every one.
       mine = await solveDistributed(world, pool as unknown as Pool<Update>, graph, source, meanWeight);
       tallied = await world.reduce(tally(mine), addTally, 0);
     } else {
-      const all = await solveCentralized(world, pool, graph, source);
-      tallied = all && tally(all);
-      mine = all;
+      dist = await solveCentralized(world, pool, graph, source);
+      tallied = dist && tally(dist);
     }
     const seconds = (performance.now() - t0) / 1000;
-    const needAll = args.out !== undefined || args.verify === true;
-    let dist: Float64Array | undefined = distributed ? undefined : mine;
-    if (distributed && needAll) {
-      const parts = await world.gather(mine as Float64Array, 0);
+    if (mine && (args.out !== undefined || args.verify === true)) {
+      const parts = await world.gather(mine, 0);
       if (parts) {
         dist = new Float64Array(graph.n);
         for (let r = 0; r < world.size; r++) dist.set(parts[r] as Float64Array, blockRange(graph.n, world.size, r)[0]);
@@ -95,7 +93,7 @@ await runApp(
     }
 
     if (world.rank === 0 && tallied) {
-      const summary: Summary = { vertices: graph.n, arcs, source: source + 1, ...tallied };
+      const summary = summaryOf(tallied, graph.n, source, arcs);
       if (args.out !== undefined) await writeDistances(args.out, dist as Float64Array);
       if (args.json) {
         console.log(JSON.stringify({ ...summary, seconds: Number(seconds.toFixed(4)), variant }));

@@ -44,9 +44,14 @@ export function addTally(a: Tally, b: Tally): Tally {
   return { reachable: a.reachable + b.reachable, sum: a.sum + b.sum, max: Math.max(a.max, b.max) };
 }
 
+/** Summary of a graph of `vertices` vertices and `arcs` arcs from 0-based `source`, given its tally. */
+export function summaryOf(t: Tally, vertices: number, source: number, arcs: number): Summary {
+  return { vertices, arcs, source: source + 1, ...t };
+}
+
 /** Summary of distances from 0-based `source` over a graph of `arcs` arcs. */
 export function summarize(dist: ArrayLike<number>, source: number, arcs: number): Summary {
-  return { vertices: dist.length, arcs, source: source + 1, ...tally(dist) };
+  return summaryOf(tally(dist), dist.length, source, arcs);
 }
 
 /** One `--out` line: the distance, or `inf`. */
