@@ -21,7 +21,8 @@
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { delimiter, join, relative } from "node:path";
-import { fmt, formatTable, ROOT, runJsonLines, type Suite, TSX_LOADER, WORKPOOL_BIN } from "./harness.ts";
+import { TS_LOADER } from "../launcher/loader.ts";
+import { fmt, formatTable, ROOT, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const SHORTEST_PATHS = join(ROOT, "apps", "shortest-paths");
 const BLOCK_MATCHING = join(ROOT, "apps", "block-matching");
@@ -52,7 +53,7 @@ interface BlocksJson {
 
 /** Runs a program under tsx (as ranks run) and returns its last JSON line. */
 async function program<T>(file: string, args: string[]): Promise<T> {
-  const lines = await runJsonLines(process.execPath, ["--import", TSX_LOADER, file, ...args], {
+  const lines = await runJsonLines(process.execPath, ["--import", TS_LOADER, file, ...args], {
     timeoutMs: TIMEOUT_MS,
   });
   const last = lines.at(-1);

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Child, Controller, fmt, formatTable, type Suite, start, TSX_LOADER, WORKPOOL_BIN } from "./harness.ts";
+import { TS_LOADER } from "../launcher/loader.ts";
+import { type Child, Controller, fmt, formatTable, type Suite, start, WORKPOOL_BIN } from "./harness.ts";
 import type { CommCommand, PingResult, StreamResult } from "./programs/comm-plan.ts";
 
 /**
@@ -67,7 +68,7 @@ async function startRaw(dir: string): Promise<System> {
       process.execPath,
       [
         "--import",
-        TSX_LOADER,
+        TS_LOADER,
         program("raw-zmq.ts"),
         String(rank),
         endpoints[rank] as string,

@@ -26,8 +26,6 @@ export interface SuiteReport {
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The workpool command, as a user runs it. */
 export const WORKPOOL_BIN = fileURLToPath(new URL("../bin/workpool.js", import.meta.url));
-/** The loader ranks run under, so a plain node program is started exactly like a rank. */
-export const TSX_LOADER = import.meta.resolve("tsx");
 
 export function machineFacts(): string[] {
   const cpu = cpus();

@@ -4,6 +4,7 @@ import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { ENV, serveRendezvous, type TransportKind } from "../lib/internal.ts";
+import { TS_LOADER } from "./loader.ts";
 import { pipeLines } from "./lines.ts";
 import { ProgressLine } from "./progress.ts";
 import { type StatsRecord, formatStats } from "./stats-table.ts";
@@ -45,7 +46,6 @@ interface Failure {
   readonly message: string | undefined;
 }
 
-const tsxLoader = import.meta.resolve("tsx");
 const preload = new URL("../lib/runtime/preload.ts", import.meta.url).href;
 const reaperScript = fileURLToPath(new URL("./reaper.js", import.meta.url));
 
@@ -109,7 +109,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     else delete env.WORKPOOL_TRACE_DIR;
     const child = spawn(
       process.execPath,
-      ["--conditions=workpool-source", "--import", tsxLoader, "--import", preload, opts.app, ...opts.args],
+      ["--conditions=workpool-source", "--import", TS_LOADER, "--import", preload, opts.app, ...opts.args],
       { env, stdio: ["ignore", "pipe", "pipe", "pipe"], detached: true },
     );
     const r: Rank = { rank, child, exited: false, lastError: undefined, lastStderr: undefined };

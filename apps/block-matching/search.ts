@@ -60,7 +60,20 @@ function checkBlock(cur: Frame, block: number, bx: number, by: number): void {
   }
 }
 
-/** Search of one block, no validation; `earlyExit` selects the SAD loop. */
+/**
+ * The displacement `searchBlock` found last. Why not a returned object: the candidate loop is long enough
+ * that V8 compiles it on-stack (OSR) during the first call, before the code after the loop has ever run. An
+ * object literal there has no type feedback yet, so the optimized loop could be left through a deopt
+ * ("insufficient type feedback for generic named access"), in some runs again and again (8 times in one run,
+ * with --trace-deopt), depending on when the compiler thread finished. Module variables need no feedback.
+ */
+let foundDx = 0;
+let foundDy = 0;
+
+/**
+ * Search of one block, no validation; `earlyExit` selects the SAD loop. Returns the best SAD; its
+ * displacement is left in foundDx, foundDy (see there).
+ */
 function searchBlock(
   cur: Frame,
   ref: Frame,
@@ -69,7 +82,7 @@ function searchBlock(
   block: number,
   range: number,
   earlyExit: boolean,
-): Vector {
+): number {
   const width = cur.width;
   const c = cur.luma;
   const r = ref.luma;
@@ -112,14 +125,30 @@ function searchBlock(
       }
     }
   }
-  return { x, y, dx: bestDx, dy: bestDy, sad: best };
+  foundDx = bestDx;
+  foundDy = bestDy;
+  return best;
+}
+
+/** The vector of block (bx, by): `searchBlock`, its result as a Vector. */
+function searchVector(
+  cur: Frame,
+  ref: Frame,
+  bx: number,
+  by: number,
+  block: number,
+  range: number,
+  earlyExit: boolean,
+): Vector {
+  const sad = searchBlock(cur, ref, bx, by, block, range, earlyExit);
+  return { x: bx * block, y: by * block, dx: foundDx, dy: foundDy, sad };
 }
 
 /** Best vector of block (bx, by) (block indices, not pixels) of `cur` against `ref`, with early exit. */
 export function matchBlock(cur: Frame, ref: Frame, bx: number, by: number, block: number, range: number): Vector {
   checkSearch(cur, ref, block, range);
   checkBlock(cur, block, bx, by);
-  return searchBlock(cur, ref, bx, by, block, range, true);
+  return searchVector(cur, ref, bx, by, block, range, true);
 }
 
 /**
@@ -174,7 +203,7 @@ export function matchRows(
   const earlyExit = options.earlyExit ?? true;
   const out: Vector[] = [];
   for (let by = firstRow; by < firstRow + rows; by++) {
-    for (let bx = 0; bx < across; bx++) out.push(searchBlock(cur, ref, bx, by, block, range, earlyExit));
+    for (let bx = 0; bx < across; bx++) out.push(searchVector(cur, ref, bx, by, block, range, earlyExit));
   }
   return out;
 }
