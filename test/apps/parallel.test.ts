@@ -15,7 +15,7 @@ import { assemble, matchStrip, stripsOf } from "../../apps/block-matching/strips
 import { dijkstra } from "../../apps/shortest-paths/dijkstra.ts";
 import { formatDimacs } from "../../apps/shortest-paths/dimacs.ts";
 import { generateArcs, generateGraph, parseGraphSpec } from "../../apps/shortest-paths/generate.ts";
-import { formatDistances } from "../../apps/shortest-paths/summary.ts";
+import { formatDistances, tally } from "../../apps/shortest-paths/summary.ts";
 import { linesOf, type RunResult, run } from "../helpers/run.ts";
 import { tempDir } from "./temp.ts";
 
@@ -123,6 +123,22 @@ for (const pool of POOLS) {
     t.truthy(variant);
     graphResults.push(rest);
     if (graphResults.length === POOLS.length) for (const g of graphResults) t.deepEqual(g, graphResults[0]);
+  });
+}
+
+for (const pool of ["centralized", "distributed"]) {
+  test(`shortest paths, ${pool}, --repeat 3: one answer, the fastest of the three runs, and every run listed`, async (t) => {
+    const r = await launch(2, pool, SHORTEST_PATHS, ["--generate", GRAPH, "--repeat", "3", "--verify", "--json"]);
+    ok(t, r);
+    const json = jsonLine(t, r);
+    const runs = json.runs as number[];
+    t.is(runs.length, 3);
+    t.is(json.seconds, Math.min(...runs));
+    t.like(json, { vertices: 3000, ...tally(dijkstra(generateGraph(GRAPH, 1), 0)), variant: pool });
+    t.true(
+      rank0(r.stderr).some((l) => /^shortest-paths: verified: all 3000 distances/.test(l)),
+      r.stderr,
+    );
   });
 }
 
@@ -260,6 +276,12 @@ const BAD_INPUT: [title: string, app: string, args: (dir: string) => Promise<str
     BLOCK_MATCHING,
     async (dir) => ["--pgm", join(dir, "nope.pgm")],
     /^block-matching: cannot read .*nope\.pgm: no such file$/,
+  ],
+  [
+    "--repeat 0",
+    SHORTEST_PATHS,
+    async () => ["--generate", "grid:3x4", "--repeat", "0"],
+    /^shortest-paths: option --repeat must be a whole number from 1 to 1000; got "0"$/,
   ],
   [
     "a malformed DIMACS graph",
