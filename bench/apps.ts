@@ -5,10 +5,11 @@
  * - Shortest paths: the app's solve time (its `--json` "seconds": after loading, until rank 0 has the summary,
  *   i.e. every distance is final) for each variant at -n 2 and -n 3, and the distributed variant on one rank,
  *   beside sequential Dijkstra on the same graph (after loading). Both solve SOLVES times in their processes
- *   (the app with `--repeat`): the fastest is the warm time the speedup and target use, the first the cold one. Graphs: the app's default grid,
- *   ../shared/data/graphs/DE.gr when it exists, every `.gr` named in BENCH_GRAPH (a list separated by `,` or
- *   the path delimiter), and a larger generated grid (LARGE_GRAPH, distributed variant only: the centralized
- *   one takes minutes there). Target: the distributed variant on two ranks is faster than Dijkstra.
+ *   (the app with `--repeat`): the fastest is the warm time the speedup and target use, the first the cold
+ *   one. Graphs: the app's default grid, ../shared/data/graphs/DE.gr when it exists, every `.gr` named in
+ *   BENCH_GRAPH (a list separated by `,` or the path delimiter), and a larger generated grid (LARGE_GRAPH,
+ *   distributed variant only: the centralized one takes minutes there). Target: the distributed variant on
+ *   two ranks is faster than Dijkstra.
  * - Block matching on a generated 1280x720 sequence of 8 frames, 16x16 blocks, range 16: speedup over the
  *   sequential search with two workers (centralized -n 3 = coordinator + 2 workers; distributed -n 2).
  *   Target: >= 1.8x.
