@@ -6,6 +6,7 @@
  */
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { TS_LOADER } from "../launcher/loader.ts";
 import { fmt, formatTable, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/pool-ranks.ts", import.meta.url).pathname;
@@ -76,7 +77,7 @@ export const suite: Suite = {
     };
 
     const ours = await launch<Throughput>(3, ["throughput", "1000000"], 120_000);
-    const [pisc] = (await runJsonLines(process.execPath, ["--import", "tsx", PISCINA, "200000"], {
+    const [pisc] = (await runJsonLines(process.execPath, ["--import", TS_LOADER, PISCINA, "200000"], {
       timeoutMs: 120_000,
     })) as Throughput[];
     process.stdout.write(
