@@ -27,9 +27,15 @@ for (const n of [1, 2, 3, 8, 16]) {
       { limit, puts: limit, executed: limit, twice: -1, missing: -1 },
     );
     if (n > 1) {
-      // The coordinator deals and runs nothing; every worker got some of the work.
+      // The coordinator deals and runs nothing; the workers ran every task between them. (Not "every worker got
+      // some": with microsecond tasks and 8 processes on 2 cores, two workers once finished all 6000 before the
+      // others were scheduled to ask, a correct run. How evenly work spreads is the bench's to measure.)
       t.is(r.result.workers[0], 0);
-      for (const w of r.result.workers.slice(1)) t.true(w > 0, `a worker ran no task: ${r.result.workers}`);
+      t.is(
+        (r.result.workers as number[]).reduce((a, b) => a + b, 0),
+        limit,
+        `per-worker counts: ${r.result.workers}`,
+      );
     }
   });
 }
