@@ -16,15 +16,15 @@
  *
  * Every parallel answer is checked against the sequential one (sum of distances; SAD total); a wrong answer, or
  * a run that fails, is a miss whatever the times (the failures are listed under the tables). These are real CPU-bound runs, so the figures depend on the cores free: the
- * measurements run in rounds (BENCH_ROUNDS, default 3), each round the sequential reference and then every
+ * measurements run in rounds (`--rounds N`, default 3), each round the sequential reference and then every
  * configuration, so drifting machine load hits them alike; the tables give the best time of each (load from
  * other work only ever adds time).
  */
 import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { delimiter, join, relative } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { TS_LOADER } from "../launcher/loader.ts";
-import { fmt, formatTable, ROOT, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
+import { BenchUsageError, fmt, formatTable, ROOT, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const SHORTEST_PATHS = join(ROOT, "apps", "shortest-paths");
 const BLOCK_MATCHING = join(ROOT, "apps", "block-matching");
@@ -88,15 +88,48 @@ const ALL_CONFIGS: readonly Config[] = [
 ];
 const DISTRIBUTED_CONFIGS = ALL_CONFIGS.filter(([variant]) => variant === "distributed");
 
+interface Options {
+  /** `.gr` files to solve besides the default ones (absolute paths). */
+  readonly graphs: readonly string[];
+  readonly rounds: number;
+}
+
+const OPTIONS = [
+  "--graph FILE.gr  also solve this DIMACS graph (repeatable)",
+  "--rounds N       rounds of measurements (default 3)",
+] as const;
+
+function parseOptions(args: readonly string[]): Options {
+  const graphs: string[] = [];
+  let rounds = 3;
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = (args[i] as string).split(/=(.*)/s, 2) as [string, string | undefined];
+    const value = inline ?? args[++i];
+    if (flag !== "--graph" && flag !== "--rounds") {
+      throw new BenchUsageError(
+        `apps: unknown option ${flag}; options: ${OPTIONS.map((o) => o.split(" ")[0]).join(", ")}`,
+      );
+    }
+    if (value === undefined) throw new BenchUsageError(`apps: option ${flag} needs a value`);
+    if (flag === "--graph") {
+      if (!existsSync(value)) throw new BenchUsageError(`apps: --graph ${value}: no such file`);
+      graphs.push(resolve(value));
+    } else {
+      rounds = Number(value);
+      if (!Number.isInteger(rounds) || rounds < 1 || rounds > 100) {
+        throw new BenchUsageError(`apps: --rounds must be an integer in 1..100; got ${JSON.stringify(value)}`);
+      }
+    }
+  }
+  return { graphs, rounds };
+}
+
 /** The graphs to solve: [label, dijkstra.ts input, app arguments, configurations]. */
-function graphs(): [string, string, string[], readonly Config[]][] {
+function graphs(named: readonly string[]): [string, string, string[], readonly Config[]][] {
   const list: [string, string, string[], readonly Config[]][] = [
     [`default (${DEFAULT_GRAPH})`, DEFAULT_GRAPH, [], ALL_CONFIGS],
   ];
-  const named = (process.env.BENCH_GRAPH ?? "").split(new RegExp(`[,${delimiter}]`));
-  const files = [...(existsSync(DE) ? [DE] : []), ...named].map((f) => f.trim()).filter((f) => f !== "");
-  for (const file of new Set(files)) {
-    if (!existsSync(file)) throw new Error(`BENCH_GRAPH: no such file ${file}`);
+  for (const file of new Set([...(existsSync(DE) ? [DE] : []), ...named])) {
     list.push([relative(ROOT, file), file, ["--graph", file], ALL_CONFIGS]);
   }
   list.push([LARGE_GRAPH, LARGE_GRAPH, ["--generate", LARGE_GRAPH], DISTRIBUTED_CONFIGS]);
@@ -107,9 +140,6 @@ const load = () =>
   loadavg()
     .map((x) => x.toFixed(1))
     .join(" ");
-
-/** Rounds of measurements; each round runs the sequential reference and then every parallel configuration. */
-const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 3));
 
 /** Times of one parallel configuration and of the sequential reference, over the rounds. */
 interface Samples {
@@ -171,7 +201,11 @@ const firstSpeedup = (s: Samples): number =>
 export const suite: Suite = {
   name: "apps",
   description: "shortest paths vs sequential Dijkstra; block matching speedup over the sequential search",
-  async run() {
+  options: OPTIONS,
+  check: (args) => void parseOptions(args),
+  async run(args) {
+    // Rounds of measurements; each round runs the sequential reference and then every parallel configuration.
+    const { graphs: named, rounds } = parseOptions(args);
     let targets = 0;
     let misses = 0;
     const failures: string[] = [];
@@ -182,7 +216,7 @@ export const suite: Suite = {
     };
     process.stdout.write(
       `This machine has ${cpus().length} cores; every rank is a process, so -n 3 puts 3 processes on them.\n` +
-        `${ROUNDS} rounds (BENCH_ROUNDS); each round runs the sequential reference, then every configuration once.\n` +
+        `${rounds} rounds (--rounds); each round runs the sequential reference, then every configuration once.\n` +
         "Times are the best of the rounds (other work on the machine only adds time); speedup = best sequential /\n" +
         "best parallel.\n\n",
     );
@@ -203,9 +237,9 @@ export const suite: Suite = {
         "",
       ],
     ];
-    for (const [label, input, args, configs] of graphs()) {
+    for (const [label, input, args, configs] of graphs(named)) {
       const samples = configs.map(newSamples);
-      for (let round = 0; round < ROUNDS; round++) {
+      for (let round = 0; round < rounds; round++) {
         const seq = await program<PathsJson>(DIJKSTRA, [input, String(SOLVES)]);
         for (const [i, [variant, np]] of configs.entries()) {
           await sample(
@@ -256,7 +290,7 @@ export const suite: Suite = {
     // The machine's own ceiling for two workers: two sequential searches at once, each on its own core.
     const ceilings: number[] = [];
     const seqArgs = [SEQUENCE, String(BLOCK), String(RANGE)];
-    for (let round = 0; round < ROUNDS; round++) {
+    for (let round = 0; round < rounds; round++) {
       const seq = await program<BlocksJson>(BM_SEQ, seqArgs);
       const pair = await Promise.all([program<BlocksJson>(BM_SEQ, seqArgs), program<BlocksJson>(BM_SEQ, seqArgs)]);
       ceilings.push((2 * seq.seconds) / Math.max(pair[0].seconds, pair[1].seconds));

@@ -13,9 +13,19 @@ export interface Suite {
   readonly name: string;
   /** One line for `npm run bench -- --help`. */
   readonly description: string;
-  /** Runs the suite, prints its own table, and reports how many targets it missed. */
-  run(): Promise<SuiteReport>;
+  /** The options the suite takes after its name (`npm run bench -- <suite> [options]`), one line each; none if absent. */
+  readonly options?: readonly string[];
+  /**
+   * Runs the suite with the options given after its name, prints its own table, and reports how many targets
+   * it missed. Bad options throw a `BenchUsageError`.
+   */
+  run(args: readonly string[]): Promise<SuiteReport>;
+  /** Checks the options without running anything (throws a `BenchUsageError`). */
+  check?(args: readonly string[]): void;
 }
+
+/** A bad option for a suite: the dispatcher prints the message and exits with status 2 before anything runs. */
+export class BenchUsageError extends Error {}
 
 export interface SuiteReport {
   readonly targets: number;

@@ -1,0 +1,37 @@
+// `npm run bench` options: a bad one is one line and status 2 before any suite runs (a run takes minutes, so
+// a typo must not surface at the end of it). Only the refusals are tested here; the suites themselves are
+// measurements, run by `npm run bench`, not by the test suite.
+import { join } from "node:path";
+import test from "ava";
+import { ROOT, startNode } from "../helpers/run.ts";
+
+const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "bench", "index.ts"), ...args]).result;
+
+const refusals: [args: string[], message: RegExp][] = [
+  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps$/],
+  [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
+  [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
+  [["apps", "--graph", "no/such/file.gr"], /^bench: apps: --graph no\/such\/file\.gr: no such file$/],
+  [["apps", "--graph"], /^bench: apps: option --graph needs a value$/],
+  [["apps", "--rounds", "0"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "0"$/],
+  [["apps", "--rounds=two"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "two"$/],
+  [["apps", "--frob", "1"], /^bench: apps: unknown option --frob; options: --graph, --rounds$/],
+  // The second suite's bad option stops the first suite from starting.
+  [["pool", "apps", "--rounds", "-1"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "-1"$/],
+];
+
+for (const [args, message] of refusals) {
+  test(`bench ${args.join(" ")}: refused before anything runs`, async (t) => {
+    const r = await bench(...args);
+    t.is(r.code, 2);
+    t.regex(r.stderr.trim(), message);
+    t.is(r.stdout, "", "no suite started");
+  });
+}
+
+test("bench --help lists every suite and the apps suite's options", async (t) => {
+  const r = await bench("--help");
+  t.is(r.code, 0);
+  for (const line of [/^ {2}comm /m, /^ {2}pool /m, /^ {2}apps /m, /--graph FILE\.gr/, /--rounds N/])
+    t.regex(r.stdout, line);
+});
