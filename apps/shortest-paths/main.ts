@@ -19,7 +19,7 @@ import { readDimacs } from "./dimacs.ts";
 import { solveDistributed, type Update } from "./distributed.ts";
 import { DEFAULT_GRAPH_SEED, generateGraph, parseGraphSpec } from "./generate.ts";
 import { arcCount, blockRange, type Graph, weightTotal } from "./graph.ts";
-import { addTally, summaryOf, type Tally, tally, writeDistances } from "./summary.ts";
+import { addTally, firstDistanceMismatch, summaryOf, type Tally, tally, writeDistances } from "./summary.ts";
 
 const APP = "shortest-paths";
 export const DEFAULT_GRAPH = "grid:600x600";
@@ -127,17 +127,9 @@ await runApp(
       const t1 = performance.now();
       const expected = dijkstra(whole, source);
       const dijkstraSeconds = (performance.now() - t1) / 1000;
-      let bad = -1;
-      for (let v = 0; v < expected.length; v++) {
-        if (expected[v] !== dist[v]) {
-          bad = v;
-          break;
-        }
-      }
-      if (bad >= 0) {
-        console.error(
-          `${APP}: verify FAILED at vertex ${bad + 1}: Dijkstra says ${expected[bad]}, workpool says ${dist[bad]}`,
-        );
+      const bad = firstDistanceMismatch(expected, dist);
+      if (bad !== undefined) {
+        console.error(`${APP}: verify FAILED at ${bad}`);
         process.exitCode = 1;
       } else {
         console.error(

@@ -54,6 +54,20 @@ export function summarize(dist: ArrayLike<number>, source: number, arcs: number)
   return summaryOf(tally(dist), dist.length, source, arcs);
 }
 
+/**
+ * `--verify`: the first vertex whose distance in `actual` differs from `expected` (Dijkstra's), described with
+ * its 1-based id and both distances; undefined when every distance is equal.
+ */
+export function firstDistanceMismatch(expected: ArrayLike<number>, actual: ArrayLike<number>): string | undefined {
+  if (actual.length !== expected.length) return `${expected.length} distances expected, ${actual.length} found`;
+  for (let v = 0; v < expected.length; v++) {
+    if (expected[v] !== actual[v]) {
+      return `vertex ${v + 1}: Dijkstra says ${formatDistance(expected[v]!)}, workpool says ${formatDistance(actual[v]!)}`;
+    }
+  }
+  return undefined;
+}
+
 /** One `--out` line: the distance, or `inf`. */
 export function formatDistance(d: number): string {
   return d === Number.POSITIVE_INFINITY ? "inf" : String(d);

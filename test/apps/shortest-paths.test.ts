@@ -12,7 +12,14 @@ import {
   specVertices,
 } from "../../apps/shortest-paths/generate.ts";
 import { ArcList, blockOwner, blockRange, buildGraph } from "../../apps/shortest-paths/graph.ts";
-import { addTally, formatDistances, summarize, tally, writeDistances } from "../../apps/shortest-paths/summary.ts";
+import {
+  addTally,
+  firstDistanceMismatch,
+  formatDistances,
+  summarize,
+  tally,
+  writeDistances,
+} from "../../apps/shortest-paths/summary.ts";
 import { tempDir } from "./temp.ts";
 
 function arcList(arcs: [number, number, number][]): ArcList {
@@ -207,4 +214,13 @@ test("summary and --out format", async (t) => {
   await writeDistances(path, big);
   const { readFile } = await import("node:fs/promises");
   t.is(await readFile(path, "utf8"), formatDistances(big));
+});
+
+test("--verify's comparison names the first differing vertex (1-based) and both distances", (t) => {
+  const inf = Number.POSITIVE_INFINITY;
+  const expected = new Float64Array([0, 7, inf, 3]);
+  t.is(firstDistanceMismatch(expected, Float64Array.from(expected)), undefined);
+  t.is(firstDistanceMismatch(expected, new Float64Array([0, 7, 5, 2])), "vertex 3: Dijkstra says inf, workpool says 5");
+  t.is(firstDistanceMismatch(expected, new Float64Array([0, 6, inf, 3])), "vertex 2: Dijkstra says 7, workpool says 6");
+  t.is(firstDistanceMismatch(expected, new Float64Array(3)), "4 distances expected, 3 found");
 });
