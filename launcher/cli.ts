@@ -32,6 +32,8 @@ Options:
                         distributed,initiation=sender,partner=ring,termination=tree
       --timeout SECONDS end the job, with a non-zero status, after this long
       --transport KIND  ipc (default, one machine) or tcp
+      --node-arg ARG    pass ARG to node for every rank, before the app (repeatable), e.g.
+                        --node-arg=--cpu-prof or --node-arg=--max-old-space-size=16384
       --no-prefix       do not prefix output lines with [rank]
       --stats           print every rank's pool statistics as a table after the run
       --trace FILE      write a Chrome Trace Event Format file (open in Perfetto or chrome://tracing)
@@ -84,6 +86,7 @@ async function launch(argv: string[]): Promise<number> {
   let statsJson: string | undefined;
   let trace: string | undefined;
   let quiet = false;
+  const nodeArgs: string[] = [];
   const opts = new OptionReader(argv);
   for (let flag = opts.next(); flag !== undefined; flag = opts.next()) {
     switch (flag) {
@@ -116,6 +119,16 @@ async function launch(argv: string[]): Promise<number> {
       case "--pool":
         pool = opts.value(flag);
         break;
+      case "--node-arg": {
+        const arg = opts.value(flag);
+        if (!/^-[^\s]/.test(arg)) {
+          throw new UsageError(
+            `option --node-arg takes one node option, such as --cpu-prof; got ${JSON.stringify(arg)}`,
+          );
+        }
+        nodeArgs.push(arg);
+        break;
+      }
       case "--transport": {
         const t = opts.value(flag);
         if (t !== "ipc" && t !== "tcp")
@@ -141,6 +154,7 @@ async function launch(argv: string[]): Promise<number> {
     statsJson,
     trace,
     quiet,
+    nodeArgs,
   });
 }
 

@@ -26,6 +26,8 @@ export interface JobOptions {
   readonly trace?: string;
   /** No live progress line even when stderr is a terminal. */
   readonly quiet?: boolean;
+  /** Options for node itself, given to every rank before the app (`--node-arg`). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /** How long ranks get between SIGTERM and SIGKILL when the job is brought down. */
@@ -109,7 +111,16 @@ export async function runJob(opts: JobOptions): Promise<number> {
     else delete env.WORKPOOL_TRACE_DIR;
     const child = spawn(
       process.execPath,
-      ["--conditions=workpool-source", "--import", TS_LOADER, "--import", preload, opts.app, ...opts.args],
+      [
+        ...(opts.nodeArgs ?? []),
+        "--conditions=workpool-source",
+        "--import",
+        TS_LOADER,
+        "--import",
+        preload,
+        opts.app,
+        ...opts.args,
+      ],
       { env, stdio: ["ignore", "pipe", "pipe", "pipe"], detached: true },
     );
     const r: Rank = { rank, child, exited: false, lastError: undefined, lastStderr: undefined };

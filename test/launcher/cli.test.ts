@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import test from "ava";
-import { ROOT, startWorkpool } from "../helpers/run.ts";
+import { linesOf, ROOT, startWorkpool } from "../helpers/run.ts";
 
 const HELLO = "test/fixtures/hello.ts";
 const version = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string }).version;
@@ -23,6 +23,8 @@ const bad: [string, string[], string[]][] = [
   ["--timeout -1", ["launch", "--timeout", "-1", HELLO], ["--timeout", '"-1"']],
   ["--timeout 0", ["launch", "--timeout=0", HELLO], ["--timeout", '"0"']],
   ["--transport udp", ["launch", "--transport", "udp", HELLO], ["--transport", '"udp"']],
+  ["--node-arg that is no option", ["launch", "--node-arg", "oops", HELLO], ["--node-arg", '"oops"']],
+  ["--node-arg without a value", ["launch", "--node-arg"], ["--node-arg", "needs a value"]],
   ["an unknown command", ["frobnicate"], ['"frobnicate"']],
 ];
 
@@ -62,3 +64,31 @@ for (const flag of ["--version", "-v"]) {
     t.is(result.stderr, "");
   });
 }
+
+test("--node-arg reaches node on every rank, in order, before the app", async (t) => {
+  const r = await startWorkpool([
+    "launch",
+    "-n",
+    "2",
+    "--node-arg=--stack-size=900",
+    "--node-arg",
+    "--max-old-space-size=3000",
+    "test/fixtures/exec-argv.ts",
+  ]).result;
+  t.is(r.code, 0, r.stderr);
+  const lines = linesOf(r.stdout).sort();
+  t.is(lines.length, 2);
+  for (const [rank, line] of lines.entries()) {
+    const m = /^\[(\d+)\] execArgv (\d+) (.*)$/.exec(line);
+    t.truthy(m, line);
+    t.is(Number(m?.[2]), rank);
+    const execArgv = JSON.parse(m?.[3] ?? "[]") as string[];
+    t.deepEqual(execArgv.slice(0, 2), ["--stack-size=900", "--max-old-space-size=3000"]);
+  }
+});
+
+test("a --node-arg node refuses fails the job with node's own words and its status", async (t) => {
+  const r = await startWorkpool(["launch", "-n", "2", "--node-arg=--no-such-node-flag", HELLO]).result;
+  t.is(r.code, 9);
+  t.regex(r.stderr, /workpool: rank \d failed \(exit code 9\): \S*node: bad option: --no-such-node-flag/);
+});
