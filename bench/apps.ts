@@ -11,7 +11,8 @@
  *   distributed variant only: the centralized one takes minutes there). Target: the distributed variant on
  *   two ranks is faster than Dijkstra.
  * - Block matching on a generated 1280x720 sequence of 8 frames, 16x16 blocks, range 16: speedup over the
- *   sequential search with two workers (centralized -n 3 = coordinator + 2 workers; distributed -n 2).
+ *   sequential search with two workers: centralized -n 3 (a coordinator and 2 workers, 3 processes on the
+ *   cores), centralized with coordinatorWorks -n 2 (the coordinator is one of the 2 workers), distributed -n 2.
  *   Target: >= 1.8x.
  *
  * Every parallel answer is checked against the sequential one (sum of distances; SAD total); a wrong answer, or
@@ -282,6 +283,7 @@ export const suite: Suite = {
 
     const bmConfigs = [
       ["centralized", 3, 2],
+      ["centralized,coordinatorWorks=true", 2, 2],
       ["distributed", 2, 2],
     ] as const;
     const appArgs = ["--generate", SEQUENCE, "--block", String(BLOCK), "--range", String(RANGE)];

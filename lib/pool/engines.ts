@@ -1,5 +1,6 @@
 import { Coordinator } from "./centralized/coordinator.ts";
 import { CentralWorker } from "./centralized/worker.ts";
+import { WorkingCoordinator } from "./centralized/working.ts";
 import { DistributedEngine } from "./distributed/engine.ts";
 import { LocalEngine } from "./local.ts";
 import type { Engine, PendingPut, PoolRuntime } from "./runtime.ts";
@@ -15,9 +16,10 @@ export function engineFor<T>(
   if (rt.size === 1) return new LocalEngine(rt, handler, ctx, initial);
   switch (rt.config.mode) {
     case "centralized":
-      return rt.rank === rt.config.coordinator
-        ? new Coordinator<T>(rt, initial)
-        : new CentralWorker<T>(rt, handler, ctx, initial);
+      if (rt.rank !== rt.config.coordinator) return new CentralWorker<T>(rt, handler, ctx, initial);
+      return rt.config.coordinatorWorks
+        ? new WorkingCoordinator<T>(rt, handler, ctx, initial)
+        : new Coordinator<T>(rt, initial);
     case "distributed":
       return new DistributedEngine<T>(rt, handler, ctx, initial);
   }

@@ -28,6 +28,11 @@ export interface PoolOptions {
   readonly coordinator?: number;
   /** Centralized: most tasks handed out in one grant; 0 means chosen from measured rates. @default 0 */
   readonly chunk?: number;
+  /**
+   * Centralized: the coordinator rank also runs tasks, between dealing them, so a job of one rank per core
+   * keeps every core working (`-n 2` = two workers). Off, the coordinator only deals. @default false
+   */
+  readonly coordinatorWorks?: boolean;
   /** Distributed: who starts a transfer. @default "receiver" */
   readonly initiation?: Initiation;
   /** Distributed: how a rank picks the partner it asks or pushes to. @default "random" */
@@ -50,6 +55,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   mode: "both",
   coordinator: "centralized",
   chunk: "centralized",
+  coordinatorWorks: "centralized",
   initiation: "distributed",
   partner: "distributed",
   termination: "distributed",
@@ -68,6 +74,13 @@ function oneOf<T extends string>(key: string, value: unknown, allowed: readonly 
     );
   }
   return value as T;
+}
+
+/** A switch: true or false in code, `true` or `false` in a `--pool` spec. */
+function bool(key: string, value: unknown): boolean {
+  if (value === true || value === "true") return true;
+  if (value === false || value === "false") return false;
+  throw new ConfigError(`pool option \`${key}\` must be true or false; got ${describe(value)}`);
 }
 
 function nonNegativeInt(key: string, value: unknown): number {
@@ -134,6 +147,7 @@ export function resolvePoolConfig(
     mode,
     coordinator: nonNegativeInt("coordinator", merged.coordinator ?? DEFAULT_COORDINATOR),
     chunk: nonNegativeInt("chunk", merged.chunk ?? 0),
+    coordinatorWorks: bool("coordinatorWorks", merged.coordinatorWorks ?? false),
     initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
     partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),
     termination: oneOf("termination", merged.termination ?? DEFAULT_TERMINATION, TERMINATIONS),

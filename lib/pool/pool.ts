@@ -89,7 +89,10 @@ export class Pool<T = unknown> {
     this.epoch++;
     const name = `pool${this.context - 1}`;
     const coordinating =
-      this.config.mode === "centralized" && this.world.size > 1 && this.world.rank === this.config.coordinator;
+      this.config.mode === "centralized" &&
+      !this.config.coordinatorWorks &&
+      this.world.size > 1 &&
+      this.world.rank === this.config.coordinator;
     const trace = REPORT.traceDir
       ? new TraceRecorder(
           REPORT.traceDir,

@@ -21,7 +21,12 @@ import { tempDir } from "./temp.ts";
 
 const SHORTEST_PATHS = "apps/shortest-paths";
 const BLOCK_MATCHING = "apps/block-matching";
-const POOLS = ["centralized", "distributed", "distributed,initiation=sender,partner=ring,termination=tree"];
+const POOLS = [
+  "centralized",
+  "centralized,coordinatorWorks=true",
+  "distributed",
+  "distributed,initiation=sender,partner=ring,termination=tree",
+];
 
 /** At most this many launches at once, so a 2-core machine is not swamped by the tests of this file. */
 const LAUNCHES = 3;

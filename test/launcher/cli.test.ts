@@ -20,6 +20,16 @@ const bad: [string, string[], string[]][] = [
   ["a missing app argument", ["launch", "-n", "2"], ["missing <app>"]],
   ["a --pool spec with an unknown key", ["launch", "--pool", "centralized,bogus=1", HELLO], ["--pool", "bogus"]],
   ["a --pool spec with an unknown mode", ["launch", "--pool", "scattered", HELLO], ["--pool", "scattered"]],
+  [
+    "a --pool switch that is not true or false",
+    ["launch", "--pool", "centralized,coordinatorWorks=yes", HELLO],
+    ["--pool", "coordinatorWorks", "true or false"],
+  ],
+  [
+    "a centralized option on a distributed pool",
+    ["launch", "--pool", "distributed,coordinatorWorks=true", HELLO],
+    ["--pool", "coordinatorWorks", "centralized pools only"],
+  ],
   ["--timeout -1", ["launch", "--timeout", "-1", HELLO], ["--timeout", '"-1"']],
   ["--timeout 0", ["launch", "--timeout=0", HELLO], ["--timeout", '"0"']],
   ["--transport udp", ["launch", "--transport", "udp", HELLO], ["--transport", '"udp"']],

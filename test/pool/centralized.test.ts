@@ -86,11 +86,12 @@ test("bad pool options get clear errors naming the option and value", async (t) 
   );
   t.regex(out[3] as string, /^cross: ConfigError: pool option `partner` applies to distributed pools only/);
   t.regex(out[4] as string, /^coordinator: ConfigError: pool option `coordinator` must be a rank in 0..1; got 99/);
+  t.regex(out[5] as string, /^coordinatorWorks: ConfigError: pool option `coordinatorWorks` must be true or false/);
   t.regex(
-    out[5] as string,
+    out[6] as string,
     /^priority: InvalidArgumentError: put: option `priority` must be a finite number; got "high"/,
   );
-  t.regex(out[6] as string, /^to: ConfigError: put: option `to` applies to distributed pools only/);
+  t.regex(out[7] as string, /^to: ConfigError: put: option `to` applies to distributed pools only/);
 });
 
 test("--pool SPEC reaches the ranks as pool.config; code options override it", async (t) => {
@@ -109,4 +110,47 @@ test("fixed chunk size still runs every task once", async (t) => {
   const r = await scenario(4, "exactly-once", ["3000", "2"], "centralized,chunk=1");
   t.is(r.code, 0, r.stderr);
   t.like(r.result, { puts: 3000, executed: 3000, twice: -1, missing: -1 });
+});
+
+// coordinatorWorks: the coordinator rank runs tasks too, through the same protocol over an in-process loopback.
+const WORKING = "centralized,coordinatorWorks=true";
+
+for (const n of [2, 3, 8]) {
+  test(`coordinatorWorks: every task runs exactly once on ${n} ranks`, async (t) => {
+    const r = await scenario(n, "exactly-once", ["6000", "3"], WORKING);
+    t.is(r.code, 0, r.stderr);
+    t.like(r.result, { limit: 6000, puts: 6000, executed: 6000, twice: -1, missing: -1 });
+    t.is(
+      (r.result.workers as number[]).reduce((a, b) => a + b, 0),
+      6000,
+    );
+  });
+}
+
+test("coordinatorWorks: the coordinator runs tasks; without it, it runs none", async (t) => {
+  // 40 tasks of 5 ms on 2 ranks: the other rank can hold only a few at a time (its capacity), so the
+  // coordinator's own worker is dealt some whatever the timing.
+  const working = await scenario(2, "busy", ["40", "5"], WORKING);
+  t.is(working.code, 0, working.stderr);
+  t.true(working.result.coordinatorWorks);
+  const [mine, theirs] = working.result.ran as [number, number];
+  t.is(mine + theirs, 40);
+  t.true(mine > 0 && theirs > 0, `tasks per rank: ${mine}, ${theirs}`);
+  const dealing = await scenario(2, "busy", ["40", "5"]);
+  t.is(dealing.code, 0, dealing.stderr);
+  t.deepEqual(dealing.result, { ran: [0, 40], coordinatorWorks: false });
+});
+
+test("coordinatorWorks: a handler error rejects run on every rank, the coordinator's own included", async (t) => {
+  const r = await run(["-n", "3", "--timeout", "60", "--pool", WORKING, SCENARIOS, "failing"]);
+  t.not(r.code, 0);
+  const caught = r.stdout.split("\n").filter((l) => l.includes("caught TaskError"));
+  t.is(caught.length, 3, r.stdout);
+  for (const line of caught) t.regex(line, /code=WP_TASK_FAILED rank=\d task=42 cause=.*task 42 is bad/);
+});
+
+test("coordinatorWorks: two phases and a second pool in one job", async (t) => {
+  const r = await scenario(3, "phases", [], WORKING);
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(r.result, { first: 60, second: 30, third: 1 });
 });

@@ -5,6 +5,8 @@ import { type Fail, type Status, TAG } from "./protocol.ts";
 
 /** Expected Card Distribution defers a grant only when the faster worker is expected to finish this much sooner. */
 const ECD_MIN_GAIN_MS = 1;
+/** Most extra tasks dealt to a remote worker to cover the coordinator's own task (see `cover`). */
+const MAX_COVER = 4096;
 
 interface WorkerState {
   readonly rank: number;
@@ -44,6 +46,10 @@ export class Coordinator<T> implements Engine<T> {
   private readonly byRank = new Map<number, WorkerState>();
   private finished = false;
   private cursor = 0;
+  /** Workers that have sent their first status. */
+  private joined = 0;
+  /** This rank's own worker, with `coordinatorWorks`. */
+  private readonly self: WorkerState | undefined;
 
   constructor(
     private readonly rt: PoolRuntime,
@@ -54,7 +60,8 @@ export class Coordinator<T> implements Engine<T> {
       this.reject = reject;
     });
     for (let r = 0; r < rt.size; r++) {
-      if (r === rt.config.coordinator) continue;
+      // With `coordinatorWorks`, this rank's own worker is dealt to like any other (WorkingCoordinator).
+      if (r === rt.config.coordinator && !rt.config.coordinatorWorks) continue;
       const w: WorkerState = {
         rank: r,
         joined: false,
@@ -69,6 +76,7 @@ export class Coordinator<T> implements Engine<T> {
       this.workers.push(w);
       this.byRank.set(r, w);
     }
+    this.self = this.byRank.get(rt.rank);
     for (const p of initial) this.queue.push(p.task, p.priority);
   }
 
@@ -98,7 +106,10 @@ export class Coordinator<T> implements Engine<T> {
     if (!w) return;
     const st = body as unknown as Status;
     this.rt.count("statusesReceived");
-    w.joined = true;
+    if (!w.joined) {
+      w.joined = true;
+      this.joined++;
+    }
     if (st.s > w.seq) {
       w.seq = st.s;
       w.capacity = st.c;
@@ -125,8 +136,12 @@ export class Coordinator<T> implements Engine<T> {
     const chunkCap = this.rt.config.chunk > 0 ? this.rt.config.chunk : Number.POSITIVE_INFINITY;
     for (let k = 0; k < n && this.queue.size > 0; k++) {
       const w = this.workers[(this.cursor + k) % n] as WorkerState;
-      const deficit = w.capacity - (w.granted - w.done);
+      const cover = this.cover(w);
+      const deficit = w.capacity + cover - (w.granted - w.done);
       if (!w.joined || deficit <= 0) continue;
+      // This rank's own worker starts once every other has joined: a task it began first would keep their
+      // first requests waiting for its whole length.
+      if (w === this.self && this.joined < n) continue;
       const factoring = Math.ceil(this.queue.size / (2 * n));
       const chunk = Math.max(1, Math.min(deficit, factoring, chunkCap));
       if (this.deferToFaster(w, chunk)) {
@@ -143,10 +158,23 @@ export class Coordinator<T> implements Engine<T> {
       this.rt.count("grants");
       this.rt.count("tasksGranted", tasks.length);
       const body: Record<string, unknown> = { t: tasks };
+      if (cover > 0) body.h = w.capacity + cover;
       if (this.rt.trace) body.f = this.rt.trace.flowOut(`grant ${tasks.length} to ${w.rank}`, { tasks: tasks.length });
       this.rt.send(w.rank, TAG.grant, body);
     }
     this.cursor = (this.cursor + 1) % n;
+  }
+
+  /**
+   * With `coordinatorWorks`, a remote worker's request waits while this rank runs a task of its own, which its
+   * capacity (from round trips measured while this rank happened to be free) does not cover: it is told to
+   * hold, and is dealt, as many more tasks as it runs in two of this rank's, so that it asks while it still
+   * has one of this rank's tasks' worth of work in hand.
+   */
+  private cover(w: WorkerState): number {
+    const self = this.self;
+    if (self === undefined || w === self || self.meanMs <= 0) return 0;
+    return w.meanMs > 0 ? Math.min(MAX_COVER, Math.ceil((2 * self.meanMs) / w.meanMs)) : 2;
   }
 
   /** Expected Card Distribution: near the end, keep tasks from a worker that would finish them last. */

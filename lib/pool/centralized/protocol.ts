@@ -4,7 +4,8 @@
  *
  * STATUS  worker -> coordinator  { s: sequence, d: tasks done, n: tasks put so far, t: new tasks, q: their
  *                                  priorities (omitted when all 0), c: tasks it wants to hold, m: mean task ms }
- * GRANT   coordinator -> worker  { t: tasks, f?: trace flow id }
+ * GRANT   coordinator -> worker  { t: tasks, f?: trace flow id, h?: tasks to hold, when more than the worker's
+ *                                  own capacity (a working coordinator answers late: coordinator.ts `cover`) }
  * DONE    coordinator -> worker  {}                         the pool has terminated
  * FAIL    either way             { r: rank, msg, task }      a handler threw on rank r; everyone stops
  */

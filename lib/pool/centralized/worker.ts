@@ -35,6 +35,8 @@ export class CentralWorker<T> implements Engine<T> {
   private firstPutAt = 0;
   private requestSentAt = -1;
   private capacity: number;
+  /** Tasks the coordinator asked this worker to hold (0: none asked), when it answers late (protocol.ts). */
+  private hold = 0;
   private rttMs = 0;
 
   constructor(
@@ -117,7 +119,7 @@ export class CentralWorker<T> implements Engine<T> {
         this.executed++;
         if (this.finished) return;
         const pending = this.putTasks.length;
-        const low = this.requestSentAt < 0 && this.buffered * 2 <= this.capacity;
+        const low = this.requestSentAt < 0 && this.buffered * 2 <= Math.max(this.capacity, this.hold);
         if (low || pending >= FLUSH_TASKS || (pending > 0 && now() - this.firstPutAt > FLUSH_MS)) {
           this.sendStatus(low);
         }
@@ -142,6 +144,7 @@ export class CentralWorker<T> implements Engine<T> {
     if (tag === TAG.grant) {
       const tasks = body.t as T[];
       for (const t of tasks) this.buffer.push(t);
+      this.hold = (body.h as number | undefined) ?? 0;
       if (body.f !== undefined) this.rt.trace?.flowIn(`${tasks.length} tasks from coordinator`, body.f as string);
       this.rt.count("grantsReceived");
       if (this.requestSentAt >= 0) {

@@ -1,0 +1,77 @@
+import type { Engine, PendingPut } from "../runtime.ts";
+import { PoolRuntime } from "../runtime.ts";
+import type { TaskContext, TaskHandler } from "../types.ts";
+import { Coordinator } from "./coordinator.ts";
+import { TAG } from "./protocol.ts";
+import { CentralWorker } from "./worker.ts";
+
+/**
+ * The coordinator rank of a pool with `coordinatorWorks`: the ordinary Coordinator and an ordinary
+ * CentralWorker on one rank. They speak the same protocol as across ranks, but their messages to each other
+ * stay in the process (a microtask each way, never encoded, not counted as pool messages), so the worker asks,
+ * is dealt to, reports and is told the pool is done exactly as a remote one, and termination needs no special
+ * case. Tasks the local handlers put go straight into the coordinator's queue.
+ *
+ * The coordinator answers remote workers between this rank's tasks (the worker yields to the event loop after
+ * each slice of SLICE_MS, executor.ts), so a remote worker may wait up to one local task for a grant; its
+ * capacity, from measured round trips, covers that.
+ */
+export class WorkingCoordinator<T> implements Engine<T> {
+  readonly done: Promise<void>;
+  private readonly coordinator: Coordinator<T>;
+  private readonly worker: CentralWorker<T>;
+
+  constructor(rt: PoolRuntime, handler: TaskHandler<T>, ctx: TaskContext<T>, initial: readonly PendingPut<T>[]) {
+    const me = rt.rank;
+    this.coordinator = new Coordinator<T>(
+      new Loopback(rt, (tag, body) => this.worker.onMessage(me, tag, body)),
+      initial,
+    );
+    this.worker = new CentralWorker<T>(
+      new Loopback(rt, (tag, body) => this.coordinator.onMessage(me, tag, body)),
+      handler,
+      ctx,
+      [],
+    );
+    this.done = Promise.all([this.coordinator.done, this.worker.done]).then(() => undefined);
+  }
+
+  start(): void {
+    this.coordinator.start();
+    this.worker.start();
+  }
+
+  onMessage(source: number, tag: number, body: Record<string, unknown>): void {
+    // Only workers send here: statuses and failures, all for the coordinator.
+    if (tag === TAG.status || tag === TAG.fail) this.coordinator.onMessage(source, tag, body);
+  }
+
+  put(task: T, priority: number): void {
+    this.coordinator.put(task, priority);
+  }
+
+  queued(): number {
+    return this.coordinator.queued() + this.worker.queued();
+  }
+
+  fail(error: Error): void {
+    // The coordinator tells every remote worker; the local worker stops and rejects with the same error.
+    this.coordinator.fail(error);
+    this.worker.fail(error);
+  }
+}
+
+/** The pool's runtime, except that a message to this rank is handed to `local` (in a microtask) instead. */
+class Loopback extends PoolRuntime {
+  constructor(
+    private readonly base: PoolRuntime,
+    private readonly local: (tag: number, body: Record<string, unknown>) => void,
+  ) {
+    super(base.world, base.context, base.config, base.epoch, base.stats, base.trace);
+  }
+
+  override send(dest: number, tag: number, body: Record<string, unknown>): void {
+    if (dest === this.rank) queueMicrotask(() => this.local(tag, body));
+    else this.base.send(dest, tag, body);
+  }
+}
