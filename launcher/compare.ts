@@ -48,9 +48,9 @@ export interface ConfigSummary {
   readonly tracePath: string | undefined;
 }
 
-/** Centralized plus all twelve distributed combinations. */
+/** Centralized (the coordinator only deals, and it also works) plus all twelve distributed combinations. */
 export function defaultPools(): string[] {
-  const out = ["centralized"];
+  const out = ["centralized", "centralized,coordinatorWorks=true"];
   for (const i of INITIATIONS)
     for (const p of PARTNERS)
       for (const t of TERMINATIONS) out.push(`distributed,initiation=${i},partner=${p},termination=${t}`);

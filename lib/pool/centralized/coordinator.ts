@@ -156,7 +156,8 @@ export class Coordinator<T> implements Engine<T> {
       }
       w.granted += tasks.length;
       this.rt.count("grants");
-      this.rt.count("tasksGranted", tasks.length);
+      // Tasks kept by this rank's own worker (coordinatorWorks) never leave it: they are not "granted".
+      this.rt.count(w === this.self ? "tasksKept" : "tasksGranted", tasks.length);
       const body: Record<string, unknown> = { t: tasks };
       if (cover > 0) body.h = w.capacity + cover;
       if (this.rt.trace) body.f = this.rt.trace.flowOut(`grant ${tasks.length} to ${w.rank}`, { tasks: tasks.length });
