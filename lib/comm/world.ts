@@ -13,6 +13,8 @@ import { Transport } from "./transport.ts";
 
 /** Message contexts: like MPI communicator contexts, traffic in one never matches receives in another. */
 export const CONTEXT = { user: 0, collective: 1, firstFree: 2 } as const;
+/** The context of `close`'s own collective (the largest u32, never allocated to a pool). */
+const CLOSE_CONTEXT = 2 ** 32 - 1;
 
 export interface RecvOptions {
   /** Rank to receive from, or ANY. @default ANY */
@@ -38,7 +40,10 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   two receives that both match the same message do not both get it.
  * - Messages from one sender that match one receive arrive in the order they were sent.
  * - Collectives must be called in the same order on every rank; at most one collective at a time per rank.
- * - `close()` rejects every pending `recv` with ClosedError, delivers what was sent, then closes the sockets.
+ * - `close()` is collective, like MPI_Finalize: it rejects every pending `recv` with ClosedError at once, then
+ *   waits until every rank has closed and every message sent to this rank has arrived, then closes the
+ *   sockets. So no rank exits while a message to it is still on the way (its sender would otherwise keep
+ *   trying to deliver it for LINGER_MS), whatever the app or a pool sent last.
  */
 export class World implements AsyncDisposable {
   readonly rank: number;
@@ -53,19 +58,29 @@ export class World implements AsyncDisposable {
   private closed = false;
   private closing: Promise<void> | undefined;
   private readonly channel: CollectiveChannel;
+  /** Messages sent to each other rank, and received from other ranks (`close`'s own excepted). */
+  private readonly sentTo: number[];
+  private received = 0;
+  /** While `close` waits for messages still on their way here: how many in all, and what to wake. */
+  private drain: { readonly expected: number; readonly resolve: () => void } | undefined;
 
   /** @internal use `connect()` */
   constructor(env: JobEnv) {
     this.env = env;
     this.rank = env.rank;
     this.size = env.size;
-    this.channel = {
-      rank: env.rank,
-      size: env.size,
-      nextSequence: () => this.collSeq++,
-      send: (dest, tag, data, call) => this.sendIn(CONTEXT.collective, dest, tag, data, call),
-      recv: async (source, tag, signal, call) =>
-        (await this.matcher(CONTEXT.collective).receive(source, tag, signal, call)).data,
+    this.channel = this.channelIn(CONTEXT.collective);
+    this.sentTo = new Array<number>(env.size).fill(0);
+  }
+
+  private channelIn(context: number): CollectiveChannel {
+    let seq = 0;
+    return {
+      rank: this.rank,
+      size: this.size,
+      nextSequence: context === CONTEXT.collective ? () => this.collSeq++ : () => seq++,
+      send: (dest, tag, data, call) => this.sendIn(context, dest, tag, data, call),
+      recv: async (source, tag, signal, call) => (await this.matcher(context).receive(source, tag, signal, call)).data,
     };
   }
 
@@ -85,6 +100,10 @@ export class World implements AsyncDisposable {
     this.dispatch(source, context, tag, data);
 
   private dispatch(source: number, context: number, tag: number, data: unknown): void {
+    if (source !== this.rank && context !== CLOSE_CONTEXT) {
+      this.received++;
+      if (this.drain && this.received >= this.drain.expected) this.drain.resolve();
+    }
     const listener = this.listeners.get(context);
     if (listener) listener(source, tag, data);
     else this.matcher(context).deliver(source, tag, data);
@@ -130,6 +149,7 @@ export class World implements AsyncDisposable {
     }
     const t = this.transport;
     if (!t) return Promise.reject(new ClosedError(`${call}: no transport`));
+    if (context !== CLOSE_CONTEXT) this.sentTo[dest]!++;
     return t.enqueue(dest, bytes) ?? RESOLVED;
   }
 
@@ -273,18 +293,37 @@ export class World implements AsyncDisposable {
       queueMicrotask(() => this.onFrame(bytes));
       return;
     }
-    if (this.closed) return;
-    void this.transport?.enqueue(dest, bytes);
+    if (this.closed || !this.transport) return;
+    this.sentTo[dest]!++;
+    void this.transport.enqueue(dest, bytes);
   }
 
-  /** Delivers what this rank sent, closes its sockets, and rejects pending receives. Idempotent. */
+  /**
+   * Collective (every rank must call it, like MPI_Finalize): rejects pending receives at once, waits until
+   * every rank has closed and every message sent here has arrived, then delivers what this rank sent and
+   * closes its sockets. Idempotent.
+   */
   close(): Promise<void> {
     if (!this.closing) {
       this.closed = true;
-      for (const m of this.matchers.values()) m.close("recv: the world was closed");
-      this.closing = this.transport?.close() ?? Promise.resolve();
+      for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("recv: the world was closed");
+      this.closing = this.finish();
     }
     return this.closing;
+  }
+
+  private async finish(): Promise<void> {
+    const transport = this.transport;
+    if (!transport) return;
+    // What every rank sent to every other, summed: the messages on their way here are the difference.
+    const sent = await coll.allreduce(this.channelIn(CLOSE_CONTEXT), [...this.sentTo], "sum");
+    const expected = sent[this.rank] ?? 0;
+    if (this.received < expected) {
+      await new Promise<void>((resolve) => {
+        this.drain = { expected, resolve };
+      });
+    }
+    await transport.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -320,5 +359,17 @@ async function join(): Promise<World> {
   );
   transport.setPeers(endpoints);
   world.attach(transport);
+  if (env.size > 1) {
+    // close() is collective: a rank that ends without it would leave the others waiting there for good, so
+    // such an end is a failure, with a message the launcher passes on when it brings the job down.
+    process.once("exit", (code) => {
+      if (world.isClosed || code !== 0) return;
+      process.stderr.write(
+        `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
+          "collective, like MPI_Finalize: the others wait there for this rank)\n",
+      );
+      process.exitCode = 1;
+    });
+  }
   return world;
 }

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import test from "ava";
 import { alive, parseReady, READY } from "../helpers/pids.ts";
-import { fixture, launch, linesOf } from "../helpers/run.ts";
+import { fixture, launch, linesOf, run } from "../helpers/run.ts";
 
 // When one rank fails, the launcher stops the others, prints one summary line naming the failed rank and
 // why, and exits with that rank's status. The launcher waits for every rank before it exits, so every
@@ -38,4 +38,22 @@ test("a rank killed by a signal fails the job with status 128+signal", async (t)
   t.is(result.code, 137);
   t.is(linesOf(result.stderr).at(-1), "workpool: rank 1 failed (killed by SIGKILL)");
   t.deepEqual(alive(ready.map((r) => r.pid)), []);
+});
+
+test("close() is collective: a rank that exits with status 0 without it fails the job, with a message", async (t) => {
+  const r = await run(["-n", "3", "--timeout", "60", "test/fixtures/close.ts", "skip"]);
+  t.is(r.code, 1, r.stderr);
+  t.regex(
+    r.stderr,
+    /workpool: rank 1 failed \(exit code 1\): workpool: rank 1 exited without calling world\.close\(\); every rank must call it/,
+  );
+});
+
+test("close() waits for what is still on its way: a rank that closes at once lets its sender finish", async (t) => {
+  const r = await run(["-n", "2", "--timeout", "60", "test/fixtures/close.ts", "late"]);
+  t.is(r.code, 0, r.stderr);
+  t.deepEqual(r.stdout.split("\n").filter(Boolean).sort(), ["[0] closed 0", "[1] closed 1"]);
+  // Without the wait, rank 1 was gone with megabytes still queued for it, and rank 0's ZeroMQ kept trying to
+  // deliver them for its linger time (30 s) before it could exit, saying so.
+  t.notRegex(r.stderr, /Waiting for queued ZeroMQ messages/);
 });

@@ -154,3 +154,23 @@ test("coordinatorWorks: two phases and a second pool in one job", async (t) => {
   t.is(r.code, 0, r.stderr);
   t.deepEqual(r.result, { first: 60, second: 30, third: 1 });
 });
+
+for (const [pool, who] of [
+  ["centralized", 1],
+  [WORKING, 0],
+  [WORKING, 2],
+] as const) {
+  test(`${pool}: an aborted run (rank ${who}'s signal) rejects on every rank, and the world goes on`, async (t) => {
+    const r = await scenario(3, "abort", [String(who)], pool);
+    t.is(r.code, 0, r.stderr);
+    // A grant already on its way to the aborting rank is received before it exits (close is collective), so
+    // the coordinator does not sit out ZeroMQ's linger time at exit.
+    t.notRegex(r.stderr, /Waiting for queued ZeroMQ messages/);
+    const outcomes = r.result as string[];
+    t.is(outcomes.length, 3);
+    for (const [rank, outcome] of outcomes.entries()) {
+      t.regex(outcome, rank === who ? /^AbortError: run aborted on rank / : /run aborted on rank /);
+      t.true(outcome.includes(`rank ${who}`), outcome);
+    }
+  });
+}
