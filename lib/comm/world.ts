@@ -40,10 +40,12 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   two receives that both match the same message do not both get it.
  * - Messages from one sender that match one receive arrive in the order they were sent.
  * - Collectives must be called in the same order on every rank; at most one collective at a time per rank.
- * - `close()` is collective, like MPI_Finalize: it rejects every pending `recv` with ClosedError at once, then
- *   waits until every rank has closed and every message sent to this rank has arrived, then closes the
- *   sockets. So no rank exits while a message to it is still on the way (its sender would otherwise keep
- *   trying to deliver it for LINGER_MS), whatever the app or a pool sent last.
+ * - `close()` is collective, like MPI_Finalize: it rejects every pending `recv` with ClosedError at once and
+ *   resolves once what this rank sent is handed to ZeroMQ; the process then stays up until every rank has
+ *   closed and every message sent to this rank has arrived, and only then closes its sockets and exits. So no
+ *   rank exits while a message to it is still on the way (its sender would otherwise keep trying to deliver it
+ *   for LINGER_MS), whatever the app or a pool sent last; and a rank that fails inside `await using` or a
+ *   `finally` still exits with its error, since `close()` does not wait for the others.
  */
 export class World implements AsyncDisposable {
   readonly rank: number;
@@ -149,7 +151,11 @@ export class World implements AsyncDisposable {
     }
     const t = this.transport;
     if (!t) return Promise.reject(new ClosedError(`${call}: no transport`));
-    if (context !== CLOSE_CONTEXT) this.sentTo[dest]!++;
+    if (context !== CLOSE_CONTEXT) {
+      // After close() counted what was sent, nothing else may leave (a collective still running, say).
+      if (this.closed) return Promise.reject(new ClosedError(`${call}: the world is closed`));
+      this.sentTo[dest]!++;
+    }
     return t.enqueue(dest, bytes) ?? RESOLVED;
   }
 
@@ -299,15 +305,19 @@ export class World implements AsyncDisposable {
   }
 
   /**
-   * Collective (every rank must call it, like MPI_Finalize): rejects pending receives at once, waits until
-   * every rank has closed and every message sent here has arrived, then delivers what this rank sent and
-   * closes its sockets. Idempotent.
+   * Collective (every rank must call it, like MPI_Finalize): rejects pending receives at once and resolves
+   * once what this rank sent is handed to ZeroMQ. In the background it then waits until every rank has
+   * closed and every message sent here has arrived, and closes the sockets, which lets the process exit.
+   * Idempotent.
    */
   close(): Promise<void> {
     if (!this.closing) {
       this.closed = true;
       for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("recv: the world was closed");
-      this.closing = this.finish();
+      this.closing = this.transport?.flush() ?? Promise.resolve();
+      this.finish().catch((e: unknown) => {
+        process.emitWarning(`workpool rank ${this.rank}: close failed: ${(e as Error).message}`);
+      });
     }
     return this.closing;
   }
@@ -363,7 +373,8 @@ async function join(): Promise<World> {
     // close() is collective: a rank that ends without it would leave the others waiting there for good, so
     // such an end is a failure, with a message the launcher passes on when it brings the job down.
     process.once("exit", (code) => {
-      if (world.isClosed || code !== 0) return;
+      // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
+      if (world.isClosed || code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
       process.stderr.write(
         `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
           "collective, like MPI_Finalize: the others wait there for this rank)\n",

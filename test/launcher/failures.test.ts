@@ -57,3 +57,9 @@ test("close() waits for what is still on its way: a rank that closes at once let
   // deliver them for its linger time (30 s) before it could exit, saying so.
   t.notRegex(r.stderr, /Waiting for queued ZeroMQ messages/);
 });
+
+test("close() does not wait for the others: a rank failing inside `await using` still fails the job", async (t) => {
+  const r = await run(["-n", "2", "--timeout", "60", "test/fixtures/close.ts", "using"]);
+  t.is(r.code, 1, r.stderr);
+  t.regex(r.stderr, /workpool: rank 1 failed \(exit code 1\): Error: bad input on rank 1/);
+});

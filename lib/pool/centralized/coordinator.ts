@@ -5,6 +5,11 @@ import { type Fail, type Status, TAG } from "./protocol.ts";
 
 /** Expected Card Distribution defers a grant only when the faster worker is expected to finish this much sooner. */
 const ECD_MIN_GAIN_MS = 1;
+/**
+ * With `coordinatorWorks`, this rank's own worker waits for every other worker to join, but no longer than
+ * this: a rank that starts its run late must not keep this one idle.
+ */
+const SELF_WAIT_MS = 10;
 /** Most extra tasks dealt to a remote worker to cover the coordinator's own task (see `cover`). */
 const MAX_COVER = 4096;
 
@@ -50,6 +55,9 @@ export class Coordinator<T> implements Engine<T> {
   private joined = 0;
   /** This rank's own worker, with `coordinatorWorks`. */
   private readonly self: WorkerState | undefined;
+  /** Set once every worker has joined or SELF_WAIT_MS have passed: this rank's own worker may be dealt to. */
+  private selfMayStart = false;
+  private selfTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly rt: PoolRuntime,
@@ -85,6 +93,13 @@ export class Coordinator<T> implements Engine<T> {
   }
 
   start(): void {
+    if (this.self) {
+      this.selfTimer = setTimeout(() => {
+        this.selfMayStart = true;
+        if (!this.finished) this.dispatch();
+      }, SELF_WAIT_MS);
+      this.selfTimer.unref();
+    }
     this.dispatch();
     this.checkTermination();
   }
@@ -139,9 +154,9 @@ export class Coordinator<T> implements Engine<T> {
       const cover = this.cover(w);
       const deficit = w.capacity + cover - (w.granted - w.done);
       if (!w.joined || deficit <= 0) continue;
-      // This rank's own worker starts once every other has joined: a task it began first would keep their
-      // first requests waiting for its whole length.
-      if (w === this.self && this.joined < n) continue;
+      // This rank's own worker starts once every other has joined (or SELF_WAIT_MS have passed): a task it
+      // began first would keep their first requests waiting for its whole length.
+      if (w === this.self && this.joined < n && !this.selfMayStart) continue;
       const factoring = Math.ceil(this.queue.size / (2 * n));
       const chunk = Math.max(1, Math.min(deficit, factoring, chunkCap));
       if (this.deferToFaster(w, chunk)) {
@@ -202,12 +217,14 @@ export class Coordinator<T> implements Engine<T> {
       if (!w.joined || w.granted !== w.done || w.putsReceived !== w.putsExpected) return;
     }
     this.finished = true;
+    clearTimeout(this.selfTimer);
     for (const w of this.workers) this.rt.send(w.rank, TAG.done, {});
     this.resolve();
   }
 
   private abort(f: Fail, source: number): void {
     this.finished = true;
+    clearTimeout(this.selfTimer);
     sendFail(
       this.rt,
       this.workers.filter((w) => w.rank !== source).map((w) => w.rank),
@@ -220,6 +237,7 @@ export class Coordinator<T> implements Engine<T> {
   fail(error: Error): void {
     if (this.finished) return;
     this.finished = true;
+    clearTimeout(this.selfTimer);
     sendFail(
       this.rt,
       this.workers.map((w) => w.rank),
