@@ -145,18 +145,30 @@ export class World implements AsyncDisposable {
   /** @internal send in a given context; validation of dest is the caller's. */
   sendIn(context: number, dest: number, tag: number, data: unknown, call: string): Promise<void> {
     const bytes = encodeMessage(this.rank, context, tag, data, call);
+    try {
+      return this.hand(dest, bytes, context !== CLOSE_CONTEXT, call) ?? RESOLVED;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * The one way out for an encoded message: to this rank in a microtask, else to the transport, counted for
+   * `close` (unless it is close's own). Returns the transport's back-pressure promise, if any. After close()
+   * counted what was sent, nothing else may leave (a collective still running, say): ClosedError.
+   */
+  private hand(dest: number, bytes: Buffer, counted: boolean, call: string): Promise<void> | undefined {
     if (dest === this.rank) {
       queueMicrotask(() => this.onFrame(bytes));
-      return Promise.resolve();
+      return undefined;
     }
     const t = this.transport;
-    if (!t) return Promise.reject(new ClosedError(`${call}: no transport`));
-    if (context !== CLOSE_CONTEXT) {
-      // After close() counted what was sent, nothing else may leave (a collective still running, say).
-      if (this.closed) return Promise.reject(new ClosedError(`${call}: the world is closed`));
+    if (!t) throw new ClosedError(`${call}: no transport`);
+    if (counted) {
+      if (this.closed) throw new ClosedError(`${call}: the world is closed`);
       this.sentTo[dest]!++;
     }
-    return t.enqueue(dest, bytes) ?? RESOLVED;
+    return t.enqueue(dest, bytes);
   }
 
   /**
@@ -293,15 +305,10 @@ export class World implements AsyncDisposable {
     return encodeMessage(this.rank, context, tag, data, "pool");
   }
 
-  /** @internal sends a message made by `encode`. */
+  /** @internal sends a message made by `encode`; one for another rank after close (a pool's late one) is dropped. */
   postEncoded(dest: number, bytes: Buffer): void {
-    if (dest === this.rank) {
-      queueMicrotask(() => this.onFrame(bytes));
-      return;
-    }
-    if (this.closed || !this.transport) return;
-    this.sentTo[dest]!++;
-    void this.transport.enqueue(dest, bytes);
+    if (dest !== this.rank && (this.closed || !this.transport)) return;
+    void this.hand(dest, bytes, true, "pool");
   }
 
   /**

@@ -51,13 +51,10 @@ export class Coordinator<T> implements Engine<T> {
   private readonly byRank = new Map<number, WorkerState>();
   private finished = false;
   private cursor = 0;
-  /** Workers that have sent their first status. */
-  private joined = 0;
   /** This rank's own worker, with `coordinatorWorks`. */
   private readonly self: WorkerState | undefined;
   /** Set once every worker has joined or SELF_WAIT_MS have passed: this rank's own worker may be dealt to. */
   private selfMayStart = false;
-  private selfTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly rt: PoolRuntime,
@@ -94,11 +91,10 @@ export class Coordinator<T> implements Engine<T> {
 
   start(): void {
     if (this.self) {
-      this.selfTimer = setTimeout(() => {
+      setTimeout(() => {
         this.selfMayStart = true;
         if (!this.finished) this.dispatch();
-      }, SELF_WAIT_MS);
-      this.selfTimer.unref();
+      }, SELF_WAIT_MS).unref();
     }
     this.dispatch();
     this.checkTermination();
@@ -121,10 +117,7 @@ export class Coordinator<T> implements Engine<T> {
     if (!w) return;
     const st = body as unknown as Status;
     this.rt.count("statusesReceived");
-    if (!w.joined) {
-      w.joined = true;
-      this.joined++;
-    }
+    w.joined = true;
     if (st.s > w.seq) {
       w.seq = st.s;
       w.capacity = st.c;
@@ -156,7 +149,10 @@ export class Coordinator<T> implements Engine<T> {
       if (!w.joined || deficit <= 0) continue;
       // This rank's own worker starts once every other has joined (or SELF_WAIT_MS have passed): a task it
       // began first would keep their first requests waiting for its whole length.
-      if (w === this.self && this.joined < n && !this.selfMayStart) continue;
+      if (w === this.self && !this.selfMayStart) {
+        if (!this.workers.every((v) => v.joined)) continue;
+        this.selfMayStart = true;
+      }
       const factoring = Math.ceil(this.queue.size / (2 * n));
       const chunk = Math.max(1, Math.min(deficit, factoring, chunkCap));
       if (this.deferToFaster(w, chunk)) {
@@ -217,14 +213,12 @@ export class Coordinator<T> implements Engine<T> {
       if (!w.joined || w.granted !== w.done || w.putsReceived !== w.putsExpected) return;
     }
     this.finished = true;
-    clearTimeout(this.selfTimer);
     for (const w of this.workers) this.rt.send(w.rank, TAG.done, {});
     this.resolve();
   }
 
   private abort(f: Fail, source: number): void {
     this.finished = true;
-    clearTimeout(this.selfTimer);
     sendFail(
       this.rt,
       this.workers.filter((w) => w.rank !== source).map((w) => w.rank),
@@ -237,7 +231,6 @@ export class Coordinator<T> implements Engine<T> {
   fail(error: Error): void {
     if (this.finished) return;
     this.finished = true;
-    clearTimeout(this.selfTimer);
     sendFail(
       this.rt,
       this.workers.map((w) => w.rank),
