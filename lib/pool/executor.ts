@@ -1,29 +1,45 @@
 import { describe, TaskError } from "../errors.ts";
+import type { Results } from "./results.ts";
 import type { TraceRecorder } from "./trace.ts";
 import type { PoolStats, TaskContext, TaskHandler } from "./types.ts";
 
-/** Handlers run back to back for at most this long before the event loop gets a turn (messages arrive). */
+/** Handlers run back to back for at most about this long before the event loop gets a turn (messages arrive). */
 const SLICE_MS = 2;
-const SLICE_TASKS = 512;
+/**
+ * The clock is read about this often while tasks run back to back, not around every task: a clock read costs
+ * from 20 ns to over 1 us depending on the machine, as much as a fine-grained task itself.
+ */
+const CLOCK_EVERY_MS = 0.1;
+/** Most sync tasks run between two clock reads, so a sudden run of long tasks is noticed soon enough. */
+const MAX_STRIDE = 64;
 
 export const now = (): number => performance.now();
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Runs tasks one at a time on this rank. A sync handler runs without any await around it (`execute` returns
- * undefined); an async one's promise is returned for the caller to await. Busy time and counts go to `stats`;
- * a throwing handler becomes a TaskError naming rank and task. Two clock reads per task (its start and end);
- * the end also feeds the slice check.
+ * undefined); an async one's promise is returned for the caller to await. A handler's returned value goes to
+ * `results`; a throwing handler becomes a TaskError naming rank and task.
+ *
+ * Timing: busy time is measured over stretches of back-to-back tasks, with the clock read every `stride`
+ * tasks (adapted so that reads come about every CLOCK_EVERY_MS) and when the stretch ends (`pause`, `yield`);
+ * the engine's own work between tasks of a stretch counts as busy. Async tasks, and every task when tracing,
+ * read the clock around each task.
  */
 export class Executor<T> {
-  private sliceStart = now();
-  private sliceTasks = 0;
-  private clock = now();
+  /** Start of the current busy stretch, or of the time since the last clock read within it. */
+  private mark = now();
+  private sliceStart = this.mark;
+  /** Tasks since the last clock read, and how many to run before the next. */
+  private sinceRead = 0;
+  private stride = 1;
+  private running = false;
 
   constructor(
     private readonly handler: TaskHandler<T>,
     private readonly ctx: TaskContext<T>,
     private readonly stats: PoolStats,
+    private readonly results: Results,
     private readonly trace?: TraceRecorder,
   ) {}
 
@@ -32,32 +48,50 @@ export class Executor<T> {
    * Throws (or the promise rejects with) a TaskError when the handler fails.
    */
   execute(task: T): Promise<void> | undefined {
-    const t0 = now();
-    let r: void | Promise<void>;
+    const trace = this.trace;
+    const t0 = trace ? now() : 0;
+    let r: unknown;
     try {
       r = this.handler(task, this.ctx);
+      if (r === undefined) {
+        this.stats.tasksExecuted++;
+        this.sinceRead++;
+        if (trace) trace.task(t0, now());
+        return undefined;
+      }
+      if (typeof (r as Promise<unknown>).then !== "function") {
+        this.results.add(r);
+        this.stats.tasksExecuted++;
+        this.sinceRead++;
+        if (trace) trace.task(t0, now());
+        return undefined;
+      }
     } catch (cause) {
       throw this.failure(task, cause);
     }
-    if (r !== undefined && typeof (r as Promise<void>).then === "function") {
-      return (r as Promise<void>).then(
-        () => this.done(t0),
-        (cause: unknown) => {
+    // Async: the time until it settles counts as busy, as one stretch of its own.
+    this.pause();
+    const start = this.mark;
+    return (r as Promise<unknown>).then(
+      (v) => {
+        try {
+          this.results.add(v);
+        } catch (cause) {
           throw this.failure(task, cause);
-        },
-      );
-    }
-    this.done(t0);
-    return undefined;
-  }
-
-  private done(t0: number): void {
-    const t1 = now();
-    this.clock = t1;
-    this.trace?.task(t0, t1);
-    this.stats.busyMs += t1 - t0;
-    this.stats.tasksExecuted++;
-    this.stats.lastTaskAt = performance.timeOrigin + t1;
+        }
+        const t1 = now();
+        this.stats.busyMs += t1 - start;
+        this.stats.tasksExecuted++;
+        this.stats.lastTaskAt = performance.timeOrigin + t1;
+        trace?.task(start, t1);
+        this.mark = t1;
+        this.running = true;
+      },
+      (cause: unknown) => {
+        this.mark = now();
+        throw this.failure(task, cause);
+      },
+    );
   }
 
   private failure(task: T, cause: unknown): TaskError {
@@ -67,24 +101,55 @@ export class Executor<T> {
     });
   }
 
-  /** Call after a pause (an idle wait), so the slice check starts from now. */
+  /** Call when tasks are about to run after a pause (an idle wait): a busy stretch starts now. */
   resume(): void {
-    this.clock = now();
+    this.mark = now();
+    this.sliceStart = this.mark;
+    this.sinceRead = 0;
+    this.running = true;
   }
 
-  /** True when the current slice of back-to-back tasks is used up and the caller should yield. */
-  sliceOver(): boolean {
-    if (++this.sliceTasks >= SLICE_TASKS || this.clock - this.sliceStart > SLICE_MS) {
-      this.sliceTasks = 0;
-      return true;
+  /** Call when the run of tasks stops (before an idle wait): the stretch so far is busy time. */
+  pause(): void {
+    if (!this.running) return;
+    this.running = false;
+    this.read();
+  }
+
+  /** Reads the clock: the time since the last read was busy, and the stride adapts to the task time seen. */
+  private read(): number {
+    const t = now();
+    const n = this.sinceRead;
+    this.stats.busyMs += t - this.mark;
+    if (n > 0) {
+      this.stats.lastTaskAt = performance.timeOrigin + t;
+      const per = (t - this.mark) / n;
+      this.stride = per > 0 ? Math.max(1, Math.min(MAX_STRIDE, Math.floor(CLOCK_EVERY_MS / per))) : MAX_STRIDE;
     }
-    return false;
+    this.mark = t;
+    this.sinceRead = 0;
+    return t;
+  }
+
+  /** Call after every task: true when the current slice of back-to-back tasks is used up and the caller should yield. */
+  sliceOver(): boolean {
+    if (this.sinceRead < this.stride) return false;
+    if (!this.running) {
+      this.resume();
+      return false;
+    }
+    return this.read() - this.sliceStart > SLICE_MS;
+  }
+
+  /** Mean time of the tasks run so far, in ms (0 before any ran). */
+  meanTaskMs(): number {
+    const n = this.stats.tasksExecuted;
+    return n > 0 ? this.stats.busyMs / n : 0;
   }
 
   async yield(): Promise<void> {
+    this.pause();
     await yieldToEventLoop();
     this.resume();
-    this.sliceStart = this.clock;
-    this.sliceTasks = 0;
   }
 }

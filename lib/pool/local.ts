@@ -6,27 +6,41 @@ import type { TaskContext, TaskHandler } from "./types.ts";
 /** A one-rank pool (`-n 1`, or a bare `node app.js`): the rank is coordinator and worker at once. */
 export class LocalEngine<T> implements Engine<T> {
   done!: Promise<void>;
-  private readonly queue = new TaskQueue<T>();
+  private readonly queue: TaskQueue<T>;
+  private readonly exec: Executor<T>;
   private failed: Error | undefined;
 
-  constructor(rt: PoolRuntime, handler: TaskHandler<T>, ctx: TaskContext<T>, initial: readonly PendingPut<T>[]) {
+  constructor(
+    private readonly rt: PoolRuntime,
+    handler: TaskHandler<T>,
+    ctx: TaskContext<T>,
+    initial: readonly PendingPut<T>[],
+  ) {
+    this.queue = new TaskQueue<T>(rt.config.order);
     for (const p of initial) this.queue.push(p.task, p.priority);
-    this.exec = new Executor(handler, ctx, rt.stats, rt.trace);
+    this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
   }
-
-  private readonly exec: Executor<T>;
 
   start(): void {
     const exec = this.exec;
+    const queue = this.queue;
     exec.resume();
     this.done = (async () => {
-      for (let t = this.queue.pop(); t !== undefined; t = this.queue.pop()) {
-        if (this.failed) throw this.failed;
+      for (let t = queue.pop(); t !== undefined; t = queue.pop()) {
         const pending = exec.execute(t);
-        if (pending) await pending;
-        if (exec.sliceOver()) await exec.yield();
+        if (pending) {
+          await pending;
+          if (this.failed) throw this.failed;
+        }
+        if (exec.sliceOver()) {
+          await exec.yield();
+          if (this.failed) throw this.failed;
+        }
       }
+      exec.pause();
       if (this.failed) throw this.failed;
+      const results = this.rt.results;
+      results.final = results.take();
     })();
   }
 

@@ -1,6 +1,7 @@
 import { ConfigError, describe } from "../errors.ts";
 import { INITIATION_STRATEGIES } from "./balance/registry.ts";
 import { PARTNER_POLICIES } from "./partner/registry.ts";
+import type { TaskOrder } from "./queue.ts";
 import { TERMINATION_DETECTORS } from "./termination/registry.ts";
 
 export type PoolMode = "centralized" | "distributed";
@@ -14,8 +15,12 @@ export const DEFAULT_COORDINATOR = 0;
 export const DEFAULT_INITIATION: Initiation = "receiver";
 export const DEFAULT_PARTNER: PartnerPolicy = "random";
 export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";
+export const DEFAULT_ORDER: TaskOrder = "lifo";
+/** Centralized: most tasks a worker keeps of those its handlers put (the rest go to the coordinator). */
+export const DEFAULT_KEEP = 65_536;
 
 export const MODES: readonly PoolMode[] = ["centralized", "distributed"];
+export const ORDERS: readonly TaskOrder[] = ["lifo", "fifo"];
 export const INITIATIONS = Object.keys(INITIATION_STRATEGIES) as readonly Initiation[];
 export const PARTNERS = Object.keys(PARTNER_POLICIES) as readonly PartnerPolicy[];
 export const TERMINATIONS = Object.keys(TERMINATION_DETECTORS) as readonly TerminationDetector[];
@@ -24,6 +29,14 @@ export const TERMINATIONS = Object.keys(TERMINATION_DETECTORS) as readonly Termi
 export interface PoolOptions {
   /** Where the task queue lives. @default "centralized" */
   readonly mode?: PoolMode;
+  /**
+   * In what order a rank runs its own queued tasks of equal priority: `lifo`, newest first (work-first: a
+   * task tree is walked depth-first, as a plain loop with a stack would, so memory stays bounded by depth x
+   * branching, and work given to other ranks comes from the oldest end, where the big subtrees are), or
+   * `fifo`, oldest first (breadth-first: every task put is held until its turn; pick it when tasks must
+   * start roughly in the order they were put). Priorities come first in both. @default "lifo"
+   */
+  readonly order?: TaskOrder;
   /** Centralized: the rank that holds the queue. @default 0 */
   readonly coordinator?: number;
   /** Centralized: most tasks handed out in one grant; 0 means chosen from measured rates. @default 0 */
@@ -33,6 +46,13 @@ export interface PoolOptions {
    * keeps every core working (`-n 2` = two workers). Off, the coordinator only deals. @default false
    */
   readonly coordinatorWorks?: boolean;
+  /**
+   * Centralized: most tasks a worker keeps, and runs itself, of those its handlers (or the app on its rank)
+   * put; beyond that the oldest go to the coordinator. A worker also hands the coordinator about half of
+   * what it keeps when the coordinator asks for it, for workers that have run dry. 0: every put goes to the
+   * coordinator at once, as in the seed slides. @default 65536
+   */
+  readonly keep?: number;
   /** Distributed: who starts a transfer. @default "receiver" */
   readonly initiation?: Initiation;
   /** Distributed: how a rank picks the partner it asks or pushes to. @default "random" */
@@ -53,7 +73,9 @@ export type PoolConfig = Required<PoolOptions>;
 
 const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   mode: "both",
+  order: "both",
   coordinator: "centralized",
+  keep: "centralized",
   chunk: "centralized",
   coordinatorWorks: "centralized",
   initiation: "distributed",
@@ -65,7 +87,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   chaos: "both",
 };
 
-const NUMERIC = new Set<keyof PoolOptions>(["coordinator", "chunk", "lowWater", "highWater", "seed", "chaos"]);
+const NUMERIC = new Set<keyof PoolOptions>(["coordinator", "chunk", "keep", "lowWater", "highWater", "seed", "chaos"]);
 
 function oneOf<T extends string>(key: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== "string" || !allowed.includes(value as T)) {
@@ -145,9 +167,11 @@ export function resolvePoolConfig(
   }
   const config: PoolConfig = {
     mode,
+    order: oneOf("order", merged.order ?? DEFAULT_ORDER, ORDERS),
     coordinator: nonNegativeInt("coordinator", merged.coordinator ?? DEFAULT_COORDINATOR),
     chunk: nonNegativeInt("chunk", merged.chunk ?? 0),
     coordinatorWorks: bool("coordinatorWorks", merged.coordinatorWorks ?? false),
+    keep: nonNegativeInt("keep", merged.keep ?? DEFAULT_KEEP),
     initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
     partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),
     termination: oneOf("termination", merged.termination ?? DEFAULT_TERMINATION, TERMINATIONS),

@@ -3,9 +3,17 @@ import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError } 
 import { REPORT, report } from "../runtime/report.ts";
 import { engineFor } from "./engines.ts";
 import type { PoolConfig } from "./options.ts";
+import { Results } from "./results.ts";
 import { type Engine, type PendingPut, PoolRuntime } from "./runtime.ts";
 import { TraceRecorder } from "./trace.ts";
-import { emptyStats, type PoolStats, type PutOptions, type RunOptions, type TaskHandler } from "./types.ts";
+import {
+  emptyStats,
+  type PoolStats,
+  type PutOptions,
+  type RunOptions,
+  type RunResult,
+  type TaskHandler,
+} from "./types.ts";
 
 type Stashed = [source: number, tag: number, body: Record<string, unknown>];
 
@@ -48,6 +56,12 @@ export class Pool<T = unknown> {
 
   /** Adds a task. Before `run` it waits for the run; during `run` it joins the running pool. */
   put(task: T, options?: PutOptions): void {
+    if (options === undefined && this.engine !== undefined) {
+      // The hot path: a handler putting a plain task.
+      (this.runtime as PoolRuntime).stats.tasksPut++;
+      this.engine.put(task, 0, undefined);
+      return;
+    }
     const priority = options?.priority ?? 0;
     if (typeof priority !== "number" || !Number.isFinite(priority)) {
       throw new InvalidArgumentError(`put: option \`priority\` must be a finite number; got ${describe(priority)}`);
@@ -74,12 +88,15 @@ export class Pool<T = unknown> {
 
   /**
    * Runs `handler` on tasks until the pool has terminated; call it on every rank. Resolves to this rank's
-   * statistics. Rejects with TaskError if a handler threw on any rank, AbortError if `signal` aborted here.
+   * statistics plus `result`: the values handlers returned on every rank, combined with `options.reduce`
+   * (sum by default), the same on every rank. Rejects with TaskError if a handler threw on any rank,
+   * AbortError if `signal` aborted here.
    */
-  async run(handler: TaskHandler<T>, options: RunOptions = {}): Promise<PoolStats> {
+  async run<R = number>(handler: TaskHandler<T, R>, options: RunOptions<R> = {}): Promise<RunResult<R>> {
     if (typeof handler !== "function") {
       throw new InvalidArgumentError(`run: handler must be a function; got ${describe(handler)}`);
     }
+    const results = Results.of(options.reduce as RunOptions["reduce"]);
     if (this.engine) throw new InvalidArgumentError("run: this pool is already running; await the first run");
     if (this.world.isClosed) throw new ClosedError("run: the world is closed");
     const stats = emptyStats(this.world.rank, this.config.mode);
@@ -103,12 +120,12 @@ export class Pool<T = unknown> {
         )
       : undefined;
     trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
-    const rt = new PoolRuntime(this.world, this.context, this.config, this.epoch, stats, trace);
+    const rt = new PoolRuntime(this.world, this.context, this.config, this.epoch, stats, results, trace);
     const initial = this.pending;
     this.pending = [];
     this.putsBeforeRun = 0;
     const ctx = { rank: this.world.rank, put: (task: T, o?: PutOptions) => this.put(task, o) };
-    const engine = engineFor<T>(rt, handler, ctx, initial);
+    const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx, initial);
     this.runtime = rt;
     this.engine = engine;
     const stashed = this.stash;
@@ -140,7 +157,7 @@ export class Pool<T = unknown> {
     }
     if (REPORT.progress) report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: 0 });
     if (REPORT.stats) report({ t: "stats", pool: name, run: this.epoch, config: this.config, stats });
-    return stats;
+    return { ...stats, result: results.final?.[0] as R | undefined };
   }
 
   /** Statistics of the last finished run on this rank, if any. */

@@ -1,5 +1,6 @@
 import type { World } from "../comm/world.ts";
 import type { PoolConfig } from "./options.ts";
+import type { Results } from "./results.ts";
 import type { TraceRecorder } from "./trace.ts";
 import type { PoolStats } from "./types.ts";
 
@@ -16,6 +17,8 @@ export class PoolRuntime {
     readonly config: PoolConfig,
     readonly epoch: number,
     readonly stats: PoolStats,
+    /** Values returned by handlers, combined; engines carry partial results to the rank that ends the run. */
+    readonly results: Results,
     /** Set when the launcher asked for `--trace`. */
     readonly trace?: TraceRecorder,
   ) {}

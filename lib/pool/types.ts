@@ -1,3 +1,4 @@
+import type { ReduceOp } from "../comm/ops.ts";
 import type { PoolConfig } from "./options.ts";
 
 export interface PutOptions {
@@ -18,11 +19,27 @@ export interface TaskContext<T> {
   put(task: T, options?: PutOptions): void;
 }
 
-export type TaskHandler<T> = (task: T, ctx: TaskContext<T>) => void | Promise<void>;
+/**
+ * Runs one task. It may return a value (or a promise of one): `run` combines every task's value with the
+ * run's `reduce` and gives the total to every rank as `result`. Returning nothing (undefined) adds nothing.
+ */
+export type TaskHandler<T, R = unknown> = (task: T, ctx: TaskContext<T>) => R | void | Promise<R | void>;
 
-export interface RunOptions {
+export interface RunOptions<R = unknown> {
   /** Aborting makes `run` reject with AbortError on this rank and TaskError on the others. */
   readonly signal?: AbortSignal;
+  /**
+   * How the values handlers return are combined into `result`: an op name (`sum`, `min`, `max`, ... as for
+   * `allreduce`; element-wise on arrays) or a function. Values are combined in no particular order, so a
+   * function must be associative and commutative. @default "sum"
+   */
+  readonly reduce?: ReduceOp<R>;
+}
+
+/** What `run` resolves to: this rank's statistics, and the combined result of every task on every rank. */
+export interface RunResult<R = unknown> extends PoolStats {
+  /** Every task's returned value, combined with `reduce`; undefined when no task returned one. Same on every rank. */
+  readonly result: R | undefined;
 }
 
 /** Per-rank statistics of one `run`. Times in milliseconds. */

@@ -40,9 +40,16 @@ for (const n of [1, 2, 3, 8, 16]) {
   });
 }
 
-for (const n of [1, 2]) {
-  test(`priorities order execution on one worker (-n ${n})`, async (t) => {
-    const r = await scenario(n, "priorities");
+// Higher priority first everywhere. Among equals: a rank runs its own tasks newest first (order lifo, the
+// default) or oldest first (fifo); a worker runs what the coordinator deals in the order dealt, oldest first.
+for (const [n, pool, ties] of [
+  [1, undefined, "newest"],
+  [1, "centralized,order=fifo", "oldest"],
+  [2, undefined, "oldest"],
+  [2, "centralized,order=fifo", "oldest"],
+] as const) {
+  test(`priorities order execution on one worker (-n ${n}${pool ? ` --pool ${pool}` : ""}): ${ties} first among equals`, async (t) => {
+    const r = await scenario(n, "priorities", [ties], pool);
     t.is(r.code, 0, r.stderr);
     t.deepEqual(r.result, { count: 200, sorted: true });
   });

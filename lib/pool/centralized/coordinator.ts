@@ -17,17 +17,27 @@ interface WorkerState {
   readonly rank: number;
   joined: boolean;
   seq: number;
-  /** Tasks granted to / reported done by this worker. */
+  /** Tasks granted to this worker. */
   granted: number;
+  /** From its latest status: tasks run, kept, given back and sent in all (protocol.ts). */
   done: number;
-  /** Tasks the worker says it has put, and how many of them arrived here. */
+  kept: number;
+  given: number;
   putsExpected: number;
+  /** Tasks it sent that arrived here. */
   putsReceived: number;
-  /** Tasks it wants to hold (running plus buffered), from its measured rates. */
+  /** Tasks it wants to hold (running plus queued), from its measured rates. */
   capacity: number;
   /** Its mean task time in ms (0 = not measured yet). */
   meanMs: number;
+  /** It is waiting for a grant (its latest status asked for work). */
+  wants: boolean;
+  /** A RELEASE was sent to it and not yet answered. */
+  asked: boolean;
 }
+
+/** Tasks a worker holds (queued or running), as of its latest status plus what was granted since. */
+const holding = (w: WorkerState): number => w.granted + w.kept - w.done - w.given;
 
 /**
  * The coordinator: holds the queue and deals tasks to workers, event-driven (no polling: it acts only when a
@@ -39,14 +49,19 @@ interface WorkerState {
  * idea of seed 004: a worker whose expected finish time with one more chunk is later than another worker's
  * is not dealt to; the task waits for the faster worker, so a slow worker never holds up the finish.
  *
- * Termination: every worker has joined, the queue is empty, every granted task is reported done, and every
- * task a worker reported putting has arrived.
+ * Workers keep the tasks their handlers put (option `keep`) and run them themselves. When a worker waits for
+ * work and the queue is empty, the coordinator asks workers that hold tasks to release some (RELEASE): each
+ * sends about half of its queue, oldest first, which is then dealt like any other task.
+ *
+ * Termination: every worker has joined, the queue is empty, every worker holds no task as of its latest
+ * status (granted + kept = run + given back), and every task a worker reported sending has arrived.
  */
 export class Coordinator<T> implements Engine<T> {
   readonly done: Promise<void>;
   private resolve!: () => void;
   private reject!: (e: Error) => void;
-  private readonly queue = new TaskQueue<T>();
+  /** Dealt oldest first: what workers give back are the roots of their biggest subtrees. */
+  private readonly queue = new TaskQueue<T>("fifo");
   private readonly workers: WorkerState[] = [];
   private readonly byRank = new Map<number, WorkerState>();
   private finished = false;
@@ -73,10 +88,14 @@ export class Coordinator<T> implements Engine<T> {
         seq: -1,
         granted: 0,
         done: 0,
+        kept: 0,
+        given: 0,
         putsExpected: 0,
         putsReceived: 0,
         capacity: 0,
         meanMs: 0,
+        wants: false,
+        asked: false,
       };
       this.workers.push(w);
       this.byRank.set(r, w);
@@ -122,9 +141,15 @@ export class Coordinator<T> implements Engine<T> {
       w.seq = st.s;
       w.capacity = st.c;
       w.meanMs = st.m;
+      w.done = st.d;
+      w.kept = st.k;
+      w.given = st.v;
+      w.putsExpected = st.n;
+      w.wants = st.w === 1;
+      // Answered (a status sent before the RELEASE arrived clears it too: asking again does no harm).
+      if (st.o !== 1) w.asked = false;
     }
-    if (st.d > w.done) w.done = st.d;
-    if (st.n > w.putsExpected) w.putsExpected = st.n;
+    this.rt.results.merge(st.r);
     const tasks = st.t;
     if (st.f !== undefined) this.rt.trace?.flowIn(`${tasks.length} tasks from ${source}`, st.f);
     if (tasks.length > 0) {
@@ -142,11 +167,17 @@ export class Coordinator<T> implements Engine<T> {
     const n = this.workers.length;
     if (n === 0) return;
     const chunkCap = this.rt.config.chunk > 0 ? this.rt.config.chunk : Number.POSITIVE_INFINITY;
-    for (let k = 0; k < n && this.queue.size > 0; k++) {
+    let unmet = 0;
+    for (let k = 0; k < n; k++) {
       const w = this.workers[(this.cursor + k) % n] as WorkerState;
+      if (!w.joined || !w.wants) continue;
       const cover = this.cover(w);
-      const deficit = w.capacity + cover - (w.granted - w.done);
-      if (!w.joined || deficit <= 0) continue;
+      const deficit = w.capacity + cover - holding(w);
+      if (deficit <= 0) continue;
+      if (this.queue.size === 0) {
+        unmet += deficit;
+        continue;
+      }
       // This rank's own worker starts once every other has joined (or SELF_WAIT_MS have passed): a task it
       // began first would keep their first requests waiting for its whole length.
       if (w === this.self && !this.selfMayStart) {
@@ -160,21 +191,42 @@ export class Coordinator<T> implements Engine<T> {
         continue;
       }
       const tasks: T[] = [];
-      for (let i = 0; i < chunk; i++) {
-        const t = this.queue.pop();
-        if (t === undefined) break;
-        tasks.push(t);
-      }
+      const prios: number[] = [];
+      this.queue.give(chunk, tasks, prios);
       w.granted += tasks.length;
       this.rt.count("grants");
       // Tasks kept by this rank's own worker (coordinatorWorks) never leave it: they are not "granted".
       this.rt.count(w === this.self ? "tasksKept" : "tasksGranted", tasks.length);
       const body: Record<string, unknown> = { t: tasks };
+      if (prios.some((p) => p !== 0)) body.q = prios;
       if (cover > 0) body.h = w.capacity + cover;
+      if (this.queue.size > 0) body.z = 1;
       if (this.rt.trace) body.f = this.rt.trace.flowOut(`grant ${tasks.length} to ${w.rank}`, { tasks: tasks.length });
       this.rt.send(w.rank, TAG.grant, body);
     }
     this.cursor = (this.cursor + 1) % n;
+    if (unmet > 0) this.seekWork();
+  }
+
+  /**
+   * Workers wait for work and the queue is empty: asks workers that hold tasks, and are not waiting
+   * themselves, to release some, the most loaded (as last seen) first; one per waiting worker, plus one.
+   */
+  private seekWork(): void {
+    let waiting = 0;
+    const victims: WorkerState[] = [];
+    for (const w of this.workers) {
+      if (w.wants && holding(w) < w.capacity) waiting++;
+      else if (holding(w) > 0 && !w.asked) victims.push(w);
+    }
+    for (const w of this.workers) if (w.asked) waiting--;
+    if (waiting <= 0 || victims.length === 0) return;
+    victims.sort((a, b) => holding(b) - holding(a));
+    for (const w of victims.slice(0, waiting + 1)) {
+      w.asked = true;
+      this.rt.count("releasesSent");
+      this.rt.send(w.rank, TAG.release, {});
+    }
   }
 
   /**
@@ -192,15 +244,15 @@ export class Coordinator<T> implements Engine<T> {
   /** Expected Card Distribution: near the end, keep tasks from a worker that would finish them last. */
   private deferToFaster(w: WorkerState, chunk: number): boolean {
     if (w.meanMs <= 0) return false;
-    let holding = 0;
-    for (const v of this.workers) holding += Math.max(v.capacity, 1);
-    if (this.queue.size > holding) return false;
-    const finishW = (w.granted - w.done + chunk) * w.meanMs;
+    let held = 0;
+    for (const v of this.workers) held += Math.max(v.capacity, 1);
+    if (this.queue.size > held) return false;
+    const finishW = (holding(w) + chunk) * w.meanMs;
     for (const v of this.workers) {
       if (v === w || v.meanMs <= 0 || !v.joined) continue;
       // Only a clearly faster worker is worth waiting for; equals share the end normally.
       if (v.meanMs * 1.5 > w.meanMs) continue;
-      const finishV = (v.granted - v.done + chunk) * v.meanMs;
+      const finishV = (holding(v) + chunk) * v.meanMs;
       // Waiting must buy a real gain; for microsecond tasks the dealing itself costs more.
       if (finishV + ECD_MIN_GAIN_MS < finishW) return true;
     }
@@ -210,10 +262,12 @@ export class Coordinator<T> implements Engine<T> {
   private checkTermination(): void {
     if (this.finished || this.queue.size > 0) return;
     for (const w of this.workers) {
-      if (!w.joined || w.granted !== w.done || w.putsReceived !== w.putsExpected) return;
+      if (!w.joined || holding(w) !== 0 || w.putsReceived !== w.putsExpected) return;
     }
     this.finished = true;
-    for (const w of this.workers) this.rt.send(w.rank, TAG.done, {});
+    const result = this.rt.results.take();
+    this.rt.results.final = result;
+    for (const w of this.workers) this.rt.send(w.rank, TAG.done, result ? { r: result } : {});
     this.resolve();
   }
 

@@ -1,40 +1,70 @@
 import { Executor, now } from "../executor.ts";
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
+import { TaskQueue } from "../queue.ts";
+import type { WireResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { type Fail, type Status, TAG } from "./protocol.ts";
 
 /** Largest number of tasks a worker asks to hold. */
 const MAX_CAPACITY = 8192;
-/** Tasks put by handlers are sent once this many are waiting, or after FLUSH_MS. */
+/** Tasks waiting to go to the coordinator are sent once this many wait, else at the end of the slice. */
 const FLUSH_TASKS = 512;
-const FLUSH_MS = 1;
+/** Most tasks sent back in one status. */
+const MAX_RELEASE = 4096;
+/** Largest factor by which running dry raises the capacity computed from round trips. */
+const MAX_BOOST = 64;
 
 /**
- * A centralized-pool worker: runs granted tasks one at a time and never waits a round trip for work while
- * work exists. It asks for more when its buffer falls to half of its capacity, the number of tasks it wants
- * to hold: enough to cover two round trips at its measured task rate (seed 001: grain from run-time rates).
- * Tasks its handlers put travel to the coordinator in batches, with the status messages.
+ * A centralized-pool worker. It holds a local queue of the tasks the coordinator granted it and of the tasks
+ * its handlers put (up to the `keep` option), and runs them in the pool's `order` (newest first by default,
+ * so a task tree is walked depth-first here, as by a plain loop). It never waits a round trip for work while
+ * work exists:
+ *
+ * - It asks for more when its queue falls to half of its capacity, the number of tasks it wants to hold:
+ *   enough to cover two grant turnarounds at its measured task time (seed 001: grain from run-time rates).
+ *   The turnaround is a moving average of what grants really took, not the fastest one; and a worker that
+ *   ran dry while the coordinator still had tasks doubles its capacity (up to MAX_BOOST times), since it
+ *   asked too little.
+ * - Tasks beyond `keep`, and every put with `keep` 0 (the seed slides' protocol), go to the coordinator in
+ *   batches with the status messages. When the coordinator asks (RELEASE: other workers ran dry), it sends
+ *   about half of its queue, oldest first, where a tree's big subtrees are.
+ * - When its queue fills up again while a request is pending, it says so, so the coordinator does not ask
+ *   others to release work for it.
+ *
+ * Its statuses carry cumulative counts (run, kept, given back, sent), so the coordinator knows exactly how
+ * many tasks it holds as of each status, and the values its handlers returned since the last status.
  */
 export class CentralWorker<T> implements Engine<T> {
   readonly done: Promise<void>;
   private resolve!: () => void;
   private reject!: (e: Error) => void;
-  private readonly buffer: T[] = [];
-  private head = 0;
+  /** Tasks put on this rank and kept, run in the pool's order; tasks granted, run in the order dealt. */
+  private readonly own: TaskQueue<T>;
+  private readonly dealt = new TaskQueue<T>("fifo");
   private readonly exec: Executor<T>;
+  private readonly keep: number;
   private finished = false;
   private wake: (() => void) | undefined;
   private seq = 0;
+  /** Cumulative counts, as in STATUS. */
   private executed = 0;
+  private kept = 0;
+  private given = 0;
+  private sent = 0;
   private reportedDone = 0;
-  private putsSent = 0;
-  private putTasks: T[] = [];
-  private putPrios: number[] = [];
-  private putsNonZero = false;
-  private firstPutAt = 0;
+  /** Tasks (and priorities) waiting to go to the coordinator with the next status. */
+  private outTasks: T[] = [];
+  private outPrios: number[] = [];
+  private outNonZero = false;
+  /** A RELEASE not yet answered. */
+  private owed = false;
+  /** When the pending request for work was sent (-1: none pending). */
   private requestSentAt = -1;
+  /** True while the loop is parked with nothing to run. */
+  private parked = false;
   private capacity: number;
+  private boost = 1;
   /** Tasks the coordinator asked this worker to hold (0: none asked), when it answers late (protocol.ts). */
   private hold = 0;
   private rttMs = 0;
@@ -49,13 +79,27 @@ export class CentralWorker<T> implements Engine<T> {
       this.resolve = resolve;
       this.reject = reject;
     });
-    this.exec = new Executor(handler, ctx, rt.stats, rt.trace);
+    this.own = new TaskQueue<T>(rt.config.order);
+    this.keep = rt.config.keep;
+    this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
     this.capacity = rt.config.chunk > 0 ? Math.max(2, rt.config.chunk) : 4;
-    for (const p of initial) this.queuePut(p.task, p.priority);
+    for (const p of initial) this.put(p.task, p.priority);
   }
 
   queued(): number {
-    return this.buffered;
+    return this.own.size + this.dealt.size;
+  }
+
+  /**
+   * The next task: the higher priority of the two queues' heads, this rank's own on a tie (work-first: it goes
+   * on depth-first with what it created, and what was dealt stays available to be released).
+   */
+  private next(): T | undefined {
+    const own = this.own;
+    const dealt = this.dealt;
+    if (dealt.size === 0) return own.pop();
+    if (own.size === 0) return dealt.pop();
+    return (own.peekPriority() as number) >= (dealt.peekPriority() as number) ? own.pop() : dealt.pop();
   }
 
   start(): void {
@@ -63,79 +107,138 @@ export class CentralWorker<T> implements Engine<T> {
   }
 
   put(task: T, priority: number): void {
-    this.queuePut(task, priority);
+    if (this.finished) return;
+    const own = this.own;
+    if (own.size < this.keep) {
+      own.push(task, priority);
+      this.kept++;
+      if (this.parked) this.wakeUp();
+      return;
+    }
+    if (this.keep > 0) {
+      // Full: keep the newest (it runs next) and send the oldest.
+      own.push(task, priority);
+      this.kept++;
+      this.giveBack(1);
+    } else this.queueOut(task, priority);
+    if (this.parked) this.wakeUp();
+    else if (this.outTasks.length >= FLUSH_TASKS) this.sendStatus(false);
   }
 
-  private queuePut(task: T, priority: number): void {
-    if (this.putTasks.length === 0) this.firstPutAt = now();
-    this.putTasks.push(task);
-    this.putPrios.push(priority);
-    if (priority !== 0) this.putsNonZero = true;
+  private queueOut(task: T, priority: number): void {
+    this.outTasks.push(task);
+    this.outPrios.push(priority);
+    if (priority !== 0) this.outNonZero = true;
+  }
+
+  /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then the oldest own. */
+  private giveBack(n: number): number {
+    const before = this.outTasks.length;
+    this.dealt.give(n, this.outTasks, this.outPrios);
+    this.own.give(n - (this.outTasks.length - before), this.outTasks, this.outPrios);
+    const moved = this.outTasks.length - before;
+    if (!this.outNonZero)
+      for (let i = before; i < this.outTasks.length; i++) if (this.outPrios[i] !== 0) this.outNonZero = true;
+    this.given += moved;
+    return moved;
+  }
+
+  /** Answers a pending RELEASE with about half of the local queue, if it holds any. */
+  private release(): void {
+    const n = this.queued();
+    if (n === 0) return;
+    this.owed = false;
+    this.rt.count("releases");
+    this.rt.count("tasksReleased", this.giveBack(Math.min(MAX_RELEASE, Math.ceil(n / 2))));
+    this.sendStatus(false);
   }
 
   private sendStatus(request: boolean): void {
-    const t = this.putTasks;
+    const t = this.outTasks;
     const body: Status = {
       s: this.seq++,
       d: this.executed,
-      n: this.putsSent + t.length,
+      k: this.kept,
+      v: this.given,
+      n: this.sent + t.length,
       t,
-      c: this.capacity,
-      m: this.executed > 0 ? this.rt.stats.busyMs / this.executed : 0,
+      c: Math.max(this.capacity, this.hold),
+      m: this.exec.meanTaskMs(),
+      l: this.queued(),
+      w: 0,
+      o: this.owed ? 1 : 0,
     };
-    if (this.putsNonZero) body.q = this.putPrios;
+    const r = this.rt.results.take();
+    if (r) body.r = r;
+    if (this.outNonZero) body.q = this.outPrios;
     if (this.rt.trace && t.length > 0) body.f = this.rt.trace.flowOut(`put ${t.length} to coordinator`);
-    this.putsSent += t.length;
-    this.putTasks = [];
-    this.putPrios = [];
-    this.putsNonZero = false;
+    this.sent += t.length;
+    this.outTasks = [];
+    this.outPrios = [];
+    this.outNonZero = false;
     this.reportedDone = this.executed;
     if (request) this.requestSentAt = now();
+    body.w = this.requestSentAt >= 0 ? 1 : 0;
     this.rt.count("statusesSent");
     this.rt.send(this.rt.config.coordinator, TAG.status, body as unknown as Record<string, unknown>);
   }
 
-  /** Capacity from rates: tasks to cover two round trips, plus the one running. */
+  /**
+   * Capacity from rates: tasks to cover two grant turnarounds, plus the one running; raised after running dry.
+   * What counts is how fast the queue drains of work that came from elsewhere: tasks this worker's handlers
+   * put and it kept refill it, so a worker walking a tree of its own asks only when it is nearly out.
+   */
   private updateCapacity(): void {
     if (this.rt.config.chunk > 0 || this.executed === 0 || this.rttMs <= 0) return;
-    const meanMs = this.rt.stats.busyMs / this.executed;
-    const want = Math.ceil((2 * this.rttMs) / Math.max(meanMs, 1e-4)) + 1;
-    this.capacity = Math.min(MAX_CAPACITY, Math.max(2, want));
-  }
-
-  private get buffered(): number {
-    return this.buffer.length - this.head;
+    const drained = Math.max(1, this.executed + this.given - this.kept);
+    const netMs = this.rt.stats.busyMs / drained;
+    const want = (Math.ceil((2 * this.rttMs) / Math.max(netMs, 1e-4)) + 1) * this.boost;
+    this.capacity = Math.min(MAX_CAPACITY, Math.max(2, Math.ceil(want)));
   }
 
   private async loop(): Promise<void> {
-    this.exec.resume();
+    const exec = this.exec;
+    exec.resume();
     this.sendStatus(true);
     while (!this.finished) {
-      while (this.head < this.buffer.length && !this.finished) {
-        const task = this.buffer[this.head] as T;
-        this.buffer[this.head++] = undefined as T;
-        const running = this.exec.execute(task);
+      for (let task = this.next(); task !== undefined; task = this.next()) {
+        const running = exec.execute(task);
         if (running) await running;
         this.executed++;
         if (this.finished) return;
-        const pending = this.putTasks.length;
-        const low = this.requestSentAt < 0 && this.buffered * 2 <= Math.max(this.capacity, this.hold);
-        if (low || pending >= FLUSH_TASKS || (pending > 0 && now() - this.firstPutAt > FLUSH_MS)) {
-          this.sendStatus(low);
+        const size = this.own.size + this.dealt.size;
+        if (this.owed && size > 0) this.release();
+        if (this.requestSentAt < 0) {
+          if (size * 2 <= Math.max(this.capacity, this.hold)) {
+            this.updateCapacity();
+            this.sendStatus(true);
+          }
+        } else if (size >= 2 * this.capacity && this.kept > 0) {
+          // Its own puts refilled the queue: no longer hungry, so the coordinator stops seeking work for it.
+          this.requestSentAt = -1;
+          this.sendStatus(false);
         }
-        if (this.exec.sliceOver()) await this.exec.yield();
+        if (exec.sliceOver()) {
+          if (this.outTasks.length > 0) this.sendStatus(false);
+          await exec.yield();
+          if (this.finished) return;
+        }
       }
       if (this.finished) return;
-      this.buffer.length = 0;
-      this.head = 0;
-      // Idle: report what was done and put, so the coordinator can see termination.
-      if (this.executed > this.reportedDone || this.putTasks.length > 0 || this.requestSentAt < 0) {
+      exec.pause();
+      // Idle: report what was run and put (this answers a pending RELEASE too), so the coordinator can see
+      // termination, and ask for work unless a request is pending.
+      this.owed = false;
+      if (this.executed > this.reportedDone || this.outTasks.length > 0 || this.requestSentAt < 0) {
         this.sendStatus(this.requestSentAt < 0);
       }
+      if (this.queued() > 0) continue;
+      this.parked = true;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
       });
-      this.exec.resume();
+      this.parked = false;
+      exec.resume();
     }
   }
 
@@ -143,28 +246,41 @@ export class CentralWorker<T> implements Engine<T> {
     if (this.finished) return;
     if (tag === TAG.grant) {
       const tasks = body.t as T[];
-      for (const t of tasks) this.buffer.push(t);
+      const prios = body.q as number[] | undefined;
+      for (let i = 0; i < tasks.length; i++) this.dealt.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
       this.hold = (body.h as number | undefined) ?? 0;
       if (body.f !== undefined) this.rt.trace?.flowIn(`${tasks.length} tasks from coordinator`, body.f as string);
       this.rt.count("grantsReceived");
       if (this.requestSentAt >= 0) {
         const raw = now() - this.requestSentAt;
-        // A request parked while the queue was empty is no round trip: clip such samples.
-        const sample = this.rttMs > 0 ? Math.min(raw, 4 * this.rttMs) : raw;
-        this.rttMs = this.rttMs === 0 ? sample : sample < this.rttMs ? sample : this.rttMs * 0.9 + sample * 0.1;
+        // A request parked while the coordinator had nothing is no turnaround: clip such samples.
+        const sample = this.rttMs > 0 ? Math.min(raw, 8 * this.rttMs) : raw;
+        this.rttMs = this.rttMs === 0 ? sample : this.rttMs * 0.75 + sample * 0.25;
         this.requestSentAt = -1;
+        if (this.parked && body.z === 1 && this.executed > 0) {
+          // Ran dry while the coordinator had work: the capacity was too small for the real turnaround.
+          this.boost = Math.min(MAX_BOOST, this.boost * 2);
+          this.rt.count("ranDry");
+        }
         this.updateCapacity();
       }
+      this.wakeUp();
+    } else if (tag === TAG.release) {
+      this.rt.count("releasesAsked");
+      this.owed = true;
+      if (!this.parked) this.release();
     } else if (tag === TAG.done) {
       this.finished = true;
+      this.rt.results.final = body.r as WireResult;
       this.rt.stats.counters.capacity = this.capacity;
       this.rt.stats.counters.rttUs = Math.round(this.rttMs * 1000);
       this.resolve();
+      this.wakeUp();
     } else if (tag === TAG.fail) {
       this.finished = true;
       this.reject(failFromMessage(body as unknown as Fail));
+      this.wakeUp();
     }
-    this.wakeUp();
   }
 
   private wakeUp(): void {

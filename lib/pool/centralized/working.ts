@@ -10,7 +10,7 @@ import { CentralWorker } from "./worker.ts";
  * CentralWorker on one rank. They speak the same protocol as across ranks, but their messages to each other
  * stay in the process (a microtask each way, never encoded, not counted as pool messages), so the worker asks,
  * is dealt to, reports and is told the pool is done exactly as a remote one, and termination needs no special
- * case. Tasks the local handlers put go straight into the coordinator's queue.
+ * case. Tasks the local handlers put stay with the local worker, as on any worker.
  *
  * The coordinator answers remote workers between this rank's tasks (the worker yields to the event loop after
  * each slice of SLICE_MS, executor.ts), so a remote worker may wait up to one local task for a grant; its
@@ -20,9 +20,11 @@ export class WorkingCoordinator<T> implements Engine<T> {
   readonly done: Promise<void>;
   private readonly coordinator: Coordinator<T>;
   private readonly worker: CentralWorker<T>;
+  private readonly keep: number;
 
   constructor(rt: PoolRuntime, handler: TaskHandler<T>, ctx: TaskContext<T>, initial: readonly PendingPut<T>[]) {
     const me = rt.rank;
+    this.keep = rt.config.keep;
     this.coordinator = new Coordinator<T>(
       new Loopback(rt, (tag, body) => this.worker.onMessage(me, tag, body)),
       initial,
@@ -42,12 +44,16 @@ export class WorkingCoordinator<T> implements Engine<T> {
   }
 
   onMessage(source: number, tag: number, body: Record<string, unknown>): void {
-    // Only workers send here: statuses and failures, all for the coordinator.
+    // Only workers send here: statuses and failures, all for the coordinator. (Grants and releases for this
+    // rank's own worker come through the loopback.)
     if (tag === TAG.status || tag === TAG.fail) this.coordinator.onMessage(source, tag, body);
   }
 
   put(task: T, priority: number): void {
-    this.coordinator.put(task, priority);
+    // Like any worker's, this rank's puts stay with its own worker (option `keep`); with keep 0 they go
+    // straight into the queue, as a remote worker's would after a message.
+    if (this.keep > 0) this.worker.put(task, priority);
+    else this.coordinator.put(task, priority);
   }
 
   queued(): number {
@@ -67,7 +73,7 @@ class Loopback extends PoolRuntime {
     private readonly base: PoolRuntime,
     private readonly local: (tag: number, body: Record<string, unknown>) => void,
   ) {
-    super(base.world, base.context, base.config, base.epoch, base.stats, base.trace);
+    super(base.world, base.context, base.config, base.epoch, base.stats, base.results, base.trace);
   }
 
   override send(dest: number, tag: number, body: Record<string, unknown>): void {

@@ -4,6 +4,7 @@ import { Executor } from "../executor.ts";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { PARTNER_POLICIES } from "../partner/registry.ts";
 import { TaskQueue } from "../queue.ts";
+import type { WireResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { Detector } from "../termination/detector.ts";
 import { TERMINATION_DETECTORS } from "../termination/registry.ts";
@@ -37,8 +38,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   readonly done: Promise<void>;
   private resolve!: () => void;
   private reject!: (e: Error) => void;
-  private readonly movableQueue = new TaskQueue<T>();
-  private readonly pinnedQueue = new TaskQueue<T>();
+  private readonly movableQueue: TaskQueue<T>;
+  private readonly pinnedQueue: TaskQueue<T>;
   private readonly exec: Executor<T>;
   private readonly balancer: Balancer;
   private readonly detector: Detector;
@@ -60,8 +61,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       this.resolve = resolve;
       this.reject = reject;
     });
-    this.exec = new Executor(handler, ctx, rt.stats, rt.trace);
+    this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
     const { config } = rt;
+    this.movableQueue = new TaskQueue<T>(config.order);
+    this.pinnedQueue = new TaskQueue<T>(config.order);
     const partner = PARTNER_POLICIES[config.partner](rt.rank, rt.size, config.seed);
     this.balancer = INITIATION_STRATEGIES[config.initiation](this, partner);
     this.detector = TERMINATION_DETECTORS[config.termination](this);
@@ -94,7 +97,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   sendMovable(dest: number, tag: number, n: number): number {
     const tasks: T[] = [];
     const prios: number[] = [];
-    this.movableQueue.popInto(n, tasks, prios);
+    this.movableQueue.give(n, tasks, prios);
     if (tasks.length === 0) return 0;
     this.sendTasks(dest, tag, tasks, prios);
     this.rt.count("tasksMovedOut", tasks.length);
@@ -104,8 +107,13 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   terminate(lastActivityAt: number): void {
     if (this.finished) return;
     this.rt.trace?.instant("termination detected");
-    for (let r = 0; r < this.rt.size; r++) if (r !== this.rt.rank) this.rt.send(r, TAG.done, { m: lastActivityAt });
-    this.finish(lastActivityAt);
+    // Every rank's partial result has reached this one along the detector's messages (detector.ts).
+    const result = this.rt.results.take();
+    for (let r = 0; r < this.rt.size; r++) {
+      if (r !== this.rt.rank)
+        this.rt.send(r, TAG.done, result ? { m: lastActivityAt, r: result } : { m: lastActivityAt });
+    }
+    this.finish(lastActivityAt, result);
   }
 
   // ---- Engine ----
@@ -144,7 +152,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
           this.detector.onMessage(source, tag, body);
           break;
         case TAG.done:
-          this.finish(body.m as number);
+          this.finish(body.m as number, body.r as WireResult);
           break;
         case TAG.fail:
           this.stop();
@@ -276,6 +284,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       if (this.outDests.length > 0) this.flush();
       balancer.check();
       if (this.load > 0) continue;
+      exec.pause();
       this.parked = true;
       this.detector.idle();
       if (this.finished || !this.parked) continue;
@@ -292,7 +301,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.activate();
   }
 
-  private finish(lastActivityAt: number): void {
+  private finish(lastActivityAt: number, result: WireResult): void {
+    this.rt.results.final = result;
     let left = this.load;
     for (const d of this.outDests) left += (this.outTasks[d] as T[]).length;
     // Nothing can wake a rank once the pool has terminated, so every rank is parked when DONE arrives.

@@ -1,5 +1,6 @@
 import type { DistributedHost } from "../distributed/host.ts";
 import { ROOT, TAG } from "../distributed/protocol.ts";
+import type { WireResult } from "../results.ts";
 import type { Detector } from "./detector.ts";
 
 interface Token {
@@ -11,6 +12,8 @@ interface Token {
   m: number;
   /** Round number, from 1. */
   n: number;
+  /** The visited ranks' partial results (results.ts), when any task returned a value. */
+  r?: WireResult;
 }
 
 /**
@@ -82,6 +85,10 @@ export class TokenRing implements Detector {
         m: Math.max(token.m, host.lastActivityAt),
         n: token.n,
       };
+      // This rank's results since it last passed the token ride along; a round that fails still delivers them.
+      rt.results.merge(token.r);
+      const r = rt.results.take();
+      if (r) next.r = r;
       this.black = false;
       this.passed = token.n;
       rt.count("tokensPassed");
@@ -92,6 +99,7 @@ export class TokenRing implements Detector {
     if (token) {
       this.token = undefined;
       this.roundOpen = false;
+      rt.results.merge(token.r);
       this.passed = token.n;
       if (token.b === 0 && !this.black && token.q + this.count === 0) {
         host.terminate(Math.max(token.m, host.lastActivityAt));

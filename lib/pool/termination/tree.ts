@@ -1,5 +1,6 @@
 import type { DistributedHost } from "../distributed/host.ts";
 import { ROOT, TAG } from "../distributed/protocol.ts";
+import type { WireResult } from "../results.ts";
 import type { Detector } from "./detector.ts";
 
 /**
@@ -52,14 +53,16 @@ export class Tree implements Detector {
     if (tag !== TAG.ack) return;
     this.host.rt.count("acksReceived");
     this.deficit -= body.n as number;
+    // A child leaving the tree brings its subtree's partial results; they go up when this rank leaves.
+    this.host.rt.results.merge(body.r as WireResult);
     const m = body.m as number;
     if (m > this.subtreeLast) this.subtreeLast = m;
     this.leave();
   }
 
-  private ack(dest: number, last: number): void {
+  private ack(dest: number, last: number, result?: WireResult): void {
     this.host.rt.count("acksSent");
-    this.host.rt.send(dest, TAG.ack, { n: 1, m: last });
+    this.host.rt.send(dest, TAG.ack, result ? { n: 1, m: last, r: result } : { n: 1, m: last });
   }
 
   private leave(): void {
@@ -71,7 +74,7 @@ export class Tree implements Detector {
     }
     this.engaged = false;
     this.host.rt.trace?.instant(`left the tree (parent ${this.parent})`);
-    this.ack(this.parent, last);
+    this.ack(this.parent, last, this.host.rt.results.take());
     this.parent = -1;
     this.subtreeLast = 0;
   }
