@@ -24,5 +24,8 @@ export type {
   PoolOptions,
   TerminationDetector,
 } from "./pool/options.ts";
+export type { BoundSense } from "./pool/bound.ts";
+export { Bound } from "./pool/bound.ts";
 export { Pool } from "./pool/pool.ts";
-export type { PoolStats, PutOptions, RunOptions, TaskContext, TaskHandler } from "./pool/types.ts";
+export type { TaskOrder } from "./pool/queue.ts";
+export type { PoolStats, PutOptions, RunOptions, RunResult, TaskContext, TaskHandler } from "./pool/types.ts";

@@ -1,5 +1,6 @@
 import { Executor } from "./executor.ts";
 import { TaskQueue } from "./queue.ts";
+import type { WireResult } from "./results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "./runtime.ts";
 import type { TaskContext, TaskHandler } from "./types.ts";
 
@@ -26,7 +27,7 @@ export class LocalEngine<T> implements Engine<T> {
     const queue = this.queue;
     exec.resume();
     this.done = (async () => {
-      for (let t = queue.pop(); t !== undefined; t = queue.pop()) {
+      for (let t = queue.pop(); t !== undefined && !this.rt.stopped; t = queue.pop()) {
         const pending = exec.execute(t);
         if (pending) {
           await pending;
@@ -40,7 +41,7 @@ export class LocalEngine<T> implements Engine<T> {
       exec.pause();
       if (this.failed) throw this.failed;
       const results = this.rt.results;
-      results.final = results.take();
+      if (!this.rt.stopped) results.final = results.take();
     })();
   }
 
@@ -56,5 +57,11 @@ export class LocalEngine<T> implements Engine<T> {
 
   fail(error: Error): void {
     this.failed ??= error;
+  }
+
+  stop(result: WireResult): void {
+    if (this.rt.stopped) return;
+    this.rt.stopped = true;
+    this.rt.results.final = result;
   }
 }

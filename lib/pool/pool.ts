@@ -1,6 +1,7 @@
 import type { World } from "../comm/world.ts";
 import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError } from "../errors.ts";
 import { REPORT, report } from "../runtime/report.ts";
+import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
 import type { PoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
@@ -16,6 +17,9 @@ import {
 } from "./types.ts";
 
 type Stashed = [source: number, tag: number, body: Record<string, unknown>];
+
+/** The tag of a bound's improvement in a pool's context (engines' tags are small numbers). */
+const BOUND_TAG = 1000;
 
 /**
  * A workpool: tasks put on any rank run exactly once on some rank, and `run` resolves on every rank once none
@@ -39,6 +43,9 @@ export class Pool<T = unknown> {
   private epoch = 0;
   private stash: Stashed[] = [];
   private last: PoolStats | undefined;
+  private readonly bounds: Bound[] = [];
+  /** Improvements that arrived for bounds not made here yet: the best per bound index. */
+  private readonly earlyBounds = new Map<number, number[]>();
 
   /** @internal use `world.pool()` */
   constructor(world: World, context: number, config: PoolConfig) {
@@ -49,6 +56,17 @@ export class Pool<T = unknown> {
   }
 
   private route(source: number, tag: number, body: Record<string, unknown>): void {
+    if (tag === BOUND_TAG) {
+      const i = body.b as number;
+      const b = this.bounds[i];
+      if (b) b.receive(body.v as number);
+      else {
+        const early = this.earlyBounds.get(i) ?? [];
+        early.push(body.v as number);
+        this.earlyBounds.set(i, early);
+      }
+      return;
+    }
     const e = body.e as number;
     if (this.engine && e === this.epoch) this.engine.onMessage(source, tag, body);
     else if (e > this.epoch || (!this.engine && e === this.epoch + 1)) this.stash.push([source, tag, body]);
@@ -124,7 +142,11 @@ export class Pool<T = unknown> {
     const initial = this.pending;
     this.pending = [];
     this.putsBeforeRun = 0;
-    const ctx = { rank: this.world.rank, put: (task: T, o?: PutOptions) => this.put(task, o) };
+    const ctx = {
+      rank: this.world.rank,
+      put: (task: T, o?: PutOptions) => this.put(task, o),
+      stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
+    };
     const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx, initial);
     this.runtime = rt;
     this.engine = engine;
@@ -157,7 +179,32 @@ export class Pool<T = unknown> {
     }
     if (REPORT.progress) report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: 0 });
     if (REPORT.stats) report({ t: "stats", pool: name, run: this.epoch, config: this.config, stats });
-    return { ...stats, result: results.final?.[0] as R | undefined };
+    return { ...stats, result: results.final?.[0] as R | undefined, stopped: rt.stopped };
+  }
+
+  /**
+   * A shared bound for branch and bound (see Bound): a number every rank reads at no cost and any rank can
+   * improve; improvements reach every rank at once, during runs and between them. Make bounds in the same
+   * order on every rank. `sense`: `max` when larger is better, `min` when smaller is.
+   */
+  bound(sense: BoundSense, initial: number): Bound {
+    if (sense !== "min" && sense !== "max") {
+      throw new InvalidArgumentError(`bound: sense must be "min" or "max"; got ${describe(sense)}`);
+    }
+    if (typeof initial !== "number" || Number.isNaN(initial)) {
+      throw new InvalidArgumentError(`bound: initial must be a number; got ${describe(initial)}`);
+    }
+    const index = this.bounds.length;
+    const world = this.world;
+    const b = new Bound(sense, initial, (v) => {
+      if (world.isClosed) return;
+      const bytes = world.encode(this.context, BOUND_TAG, { b: index, v });
+      for (let r = 0; r < world.size; r++) if (r !== world.rank) world.postEncoded(r, bytes);
+    });
+    this.bounds.push(b);
+    for (const v of this.earlyBounds.get(index) ?? []) b.receive(v);
+    this.earlyBounds.delete(index);
+    return b;
   }
 
   /** Statistics of the last finished run on this rank, if any. */

@@ -1,6 +1,6 @@
 import type { World } from "../comm/world.ts";
 import type { PoolConfig } from "./options.ts";
-import type { Results } from "./results.ts";
+import type { Results, WireResult } from "./results.ts";
 import type { TraceRecorder } from "./trace.ts";
 import type { PoolStats } from "./types.ts";
 
@@ -41,6 +41,9 @@ export class PoolRuntime {
     else this.world.postEncoded(dest, bytes);
   }
 
+  /** Set when the run ended through `ctx.stop` (results.final then holds the stop's value). */
+  stopped = false;
+
   count(name: string, by = 1): void {
     this.stats.counters[name] = (this.stats.counters[name] ?? 0) + by;
   }
@@ -59,6 +62,8 @@ export interface Engine<T> {
   readonly done: Promise<void>;
   /** Stops this rank's part after a local failure; tells the others. */
   fail(error: Error): void;
+  /** A task on this rank called `ctx.stop(result)`: end the run on every rank, on purpose (types.ts). */
+  stop(result: WireResult): void;
 }
 
 export interface PendingPut<T> {

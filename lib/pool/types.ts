@@ -17,6 +17,13 @@ export interface TaskContext<T> {
   readonly rank: number;
   /** Adds a task to the pool (tasks may create tasks). */
   put(task: T, options?: PutOptions): void;
+  /**
+   * Ends the run early, on purpose (a search that found what it wanted): tasks still queued or in transit are
+   * dropped, and `run` resolves on every rank with `stopped: true` and `result` set to `result` (not the
+   * reduction). If several tasks stop the run at once, the first stop to reach the rank that decides (the
+   * coordinator, or rank 0 of a distributed pool) wins, the same on every rank. Tasks already running finish.
+   */
+  stop(result?: unknown): void;
 }
 
 /**
@@ -38,8 +45,13 @@ export interface RunOptions<R = unknown> {
 
 /** What `run` resolves to: this rank's statistics, and the combined result of every task on every rank. */
 export interface RunResult<R = unknown> extends PoolStats {
-  /** Every task's returned value, combined with `reduce`; undefined when no task returned one. Same on every rank. */
+  /**
+   * Every task's returned value, combined with `reduce`; undefined when no task returned one. Same on every
+   * rank. After `ctx.stop(value)`: that value.
+   */
   readonly result: R | undefined;
+  /** True when a task ended the run early with `ctx.stop`. */
+  readonly stopped: boolean;
 }
 
 /** Per-rank statistics of one `run`. Times in milliseconds. */

@@ -1,5 +1,6 @@
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
+import type { WireResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import { type Fail, type Status, TAG } from "./protocol.ts";
 
@@ -129,6 +130,10 @@ export class Coordinator<T> implements Engine<T> {
     if (this.finished) return;
     if (tag === TAG.fail) {
       this.abort(body as unknown as Fail, source);
+      return;
+    }
+    if (tag === TAG.stop) {
+      this.stop(body.r as WireResult);
       return;
     }
     if (tag !== TAG.status) return;
@@ -280,6 +285,16 @@ export class Coordinator<T> implements Engine<T> {
       f,
     );
     this.reject(failFromMessage(f));
+  }
+
+  /** Ends the run on purpose: the first stop to arrive here wins; every worker is told. */
+  stop(result: WireResult): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.rt.stopped = true;
+    this.rt.results.final = result;
+    for (const w of this.workers) this.rt.send(w.rank, TAG.stopped, result ? { r: result } : {});
+    this.resolve();
   }
 
   fail(error: Error): void {

@@ -25,8 +25,11 @@
  *                                                    idle)
  * DONE     coordinator -> worker  { r?: result }      the pool has terminated
  * FAIL     either way             { r: rank, msg, task }      a handler threw on rank r; everyone stops
+ * STOP     worker -> coordinator  { r?: result }              a task called ctx.stop(result)
+ * STOPPED  coordinator -> worker  { r?: result }              the first STOP the coordinator got: stop and resolve
+ *                                                             with that result
  */
-export const TAG = { status: 1, grant: 2, done: 3, fail: 4, release: 5 } as const;
+export const TAG = { status: 1, grant: 2, done: 3, fail: 4, release: 5, stop: 6, stopped: 7 } as const;
 
 export interface Status {
   s: number;

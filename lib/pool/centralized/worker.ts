@@ -45,6 +45,8 @@ export class CentralWorker<T> implements Engine<T> {
   private readonly exec: Executor<T>;
   private readonly keep: number;
   private finished = false;
+  /** A task here called ctx.stop; the coordinator's STOPPED ends the run. */
+  private stopping = false;
   private wake: (() => void) | undefined;
   private seq = 0;
   /** Cumulative counts, as in STATUS. */
@@ -205,7 +207,7 @@ export class CentralWorker<T> implements Engine<T> {
         const running = exec.execute(task);
         if (running) await running;
         this.executed++;
-        if (this.finished) return;
+        if (this.finished || this.stopping) return;
         const size = this.own.size + this.dealt.size;
         if (this.owed && size > 0) this.release();
         if (this.requestSentAt < 0) {
@@ -221,7 +223,7 @@ export class CentralWorker<T> implements Engine<T> {
         if (exec.sliceOver()) {
           if (this.outTasks.length > 0) this.sendStatus(false);
           await exec.yield();
-          if (this.finished) return;
+          if (this.finished || this.stopping) return;
         }
       }
       if (this.finished) return;
@@ -280,6 +282,12 @@ export class CentralWorker<T> implements Engine<T> {
       this.finished = true;
       this.reject(failFromMessage(body as unknown as Fail));
       this.wakeUp();
+    } else if (tag === TAG.stopped) {
+      this.finished = true;
+      this.rt.stopped = true;
+      this.rt.results.final = body.r as WireResult;
+      this.resolve();
+      this.wakeUp();
     }
   }
 
@@ -287,6 +295,12 @@ export class CentralWorker<T> implements Engine<T> {
     const w = this.wake;
     this.wake = undefined;
     w?.();
+  }
+
+  stop(result: WireResult): void {
+    if (this.finished || this.stopping) return;
+    this.stopping = true;
+    this.rt.send(this.rt.config.coordinator, TAG.stop, result ? { r: result } : {});
   }
 
   fail(error: Error): void {

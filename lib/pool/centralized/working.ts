@@ -1,3 +1,4 @@
+import type { WireResult } from "../results.ts";
 import type { Engine, PendingPut } from "../runtime.ts";
 import { PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
@@ -58,6 +59,11 @@ export class WorkingCoordinator<T> implements Engine<T> {
 
   queued(): number {
     return this.coordinator.queued() + this.worker.queued();
+  }
+
+  stop(result: WireResult): void {
+    // The coordinator decides here; its own worker hears STOPPED through the loopback like any other.
+    this.coordinator.stop(result);
   }
 
   fail(error: Error): void {

@@ -47,6 +47,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private readonly outPrios: number[][] = [];
   private readonly outDests: number[] = [];
   private finished = false;
+  /** A task here called ctx.stop; the root's STOPPED will end the run. */
+  private stopping = false;
   private parked = false;
   private flushScheduled = false;
   private wake: (() => void) | undefined;
@@ -155,8 +157,14 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
           this.finish(body.m as number, body.r as WireResult);
           break;
         case TAG.fail:
-          this.stop();
+          this.halt();
           this.reject(failFromMessage(body as unknown as FailBody));
+          break;
+        case TAG.stop:
+          this.stop(body.r as WireResult);
+          break;
+        case TAG.stopped:
+          this.stopped(body.r as WireResult);
           break;
       }
     } catch (e) {
@@ -164,9 +172,32 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     }
   }
 
+  /** Ends the run on purpose: the root decides (the first stop it gets wins) and tells every rank. */
+  stop(result: WireResult): void {
+    if (this.finished) return;
+    const { rt } = this;
+    if (rt.rank !== ROOT) {
+      // This rank runs nothing more; it takes part in no termination round either: the root's answer ends it.
+      if (!this.stopping) rt.send(ROOT, TAG.stop, result ? { r: result } : {});
+      this.stopping = true;
+      return;
+    }
+    for (let r = 0; r < rt.size; r++) if (r !== rt.rank) rt.send(r, TAG.stopped, result ? { r: result } : {});
+    this.stopped(result);
+  }
+
+  private stopped(result: WireResult): void {
+    if (this.finished) return;
+    this.rt.stopped = true;
+    this.rt.results.final = result;
+    this.rt.trace?.instant("stopped by a task");
+    this.halt();
+    this.resolve();
+  }
+
   fail(error: Error): void {
     if (this.finished) return;
-    this.stop();
+    this.halt();
     const others: number[] = [];
     for (let r = 0; r < this.rt.size; r++) if (r !== this.rt.rank) others.push(r);
     sendFail(this.rt, others, TAG.fail, failureBody(this.rt.rank, error));
@@ -272,13 +303,13 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       for (let task = this.next(); task !== undefined; task = this.next()) {
         const pending = exec.execute(task);
         if (pending) await pending;
-        if (this.finished) return;
+        if (this.finished || this.stopping) return;
         const load = this.movableQueue.size + this.pinnedQueue.size;
         if (load < balancer.low || load > balancer.high) balancer.check();
         if (exec.sliceOver()) {
           if (this.outDests.length > 0) this.flush();
           await exec.yield();
-          if (this.finished) return;
+          if (this.finished || this.stopping) return;
         }
       }
       if (this.outDests.length > 0) this.flush();
@@ -295,7 +326,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     }
   }
 
-  private stop(): void {
+  private halt(): void {
     this.finished = true;
     this.balancer.stop();
     this.activate();
@@ -314,7 +345,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     const unseen = this.lastActivityAt - lastActivityAt;
     if (unseen > 0) counters.lastTaskUnseenMs = unseen;
     if (this.rt.rank === ROOT) counters.terminationDetected = 1;
-    this.stop();
+    this.halt();
     if (left > 0 || active) {
       const state = active ? `still active, ${left} tasks queued` : `${left} tasks queued`;
       this.reject(new Error(`internal error: pool declared terminated while rank ${this.rt.rank} was ${state}`));

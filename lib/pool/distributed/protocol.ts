@@ -25,6 +25,9 @@
  *                                  (epoch ms), 0 for an immediate acknowledgement }
  * DONE      root -> all          { m: latest task end anywhere (epoch ms) }
  * FAIL      any -> all           { r: rank, msg, task }         a handler threw on rank r; everyone stops
+ * STOP      any -> root          { r?: result }                 a task called ctx.stop(result)
+ * STOPPED   root -> all          { r?: result }                 the first STOP the root got: everyone stops and
+ *                                                                resolves with that result
  */
 export const TAG = {
   transfer: 1,
@@ -38,6 +41,8 @@ export const TAG = {
   done: 9,
   fail: 10,
   notify: 11,
+  stop: 12,
+  stopped: 13,
 } as const;
 
 /** The rank that starts token rounds (token ring) or roots the tree (tree) and announces termination. */
