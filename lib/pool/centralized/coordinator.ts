@@ -35,6 +35,8 @@ interface WorkerState {
   wants: boolean;
   /** A RELEASE was sent to it and not yet answered. */
   asked: boolean;
+  /** Its pending request found tasks in the queue: the grant that answers it measures a real turnaround. */
+  stocked: boolean;
 }
 
 /** Tasks a worker holds (queued or running), as of its latest status plus what was granted since. */
@@ -97,6 +99,7 @@ export class Coordinator<T> implements Engine<T> {
         meanMs: 0,
         wants: false,
         asked: false,
+        stocked: false,
       };
       this.workers.push(w);
       this.byRank.set(r, w);
@@ -150,6 +153,7 @@ export class Coordinator<T> implements Engine<T> {
       w.kept = st.k;
       w.given = st.v;
       w.putsExpected = st.n;
+      if (st.w === 1 && !w.wants) w.stocked = this.queue.size > 0;
       w.wants = st.w === 1;
       // Answered (a status sent before the RELEASE arrived clears it too: asking again does no harm).
       if (st.o !== 1) w.asked = false;
@@ -199,13 +203,16 @@ export class Coordinator<T> implements Engine<T> {
       const prios: number[] = [];
       this.queue.give(chunk, tasks, prios);
       w.granted += tasks.length;
+      // A grant answers the worker's request (the worker asks again when it runs low): until it does, it is
+      // not waiting, and may be asked to release work for others.
+      w.wants = false;
       this.rt.count("grants");
       // Tasks kept by this rank's own worker (coordinatorWorks) never leave it: they are not "granted".
       this.rt.count(w === this.self ? "tasksKept" : "tasksGranted", tasks.length);
       const body: Record<string, unknown> = { t: tasks };
       if (prios.some((p) => p !== 0)) body.q = prios;
       if (cover > 0) body.h = w.capacity + cover;
-      if (this.queue.size > 0) body.z = 1;
+      if (w.stocked) body.z = 1;
       if (this.rt.trace) body.f = this.rt.trace.flowOut(`grant ${tasks.length} to ${w.rank}`, { tasks: tasks.length });
       this.rt.send(w.rank, TAG.grant, body);
     }

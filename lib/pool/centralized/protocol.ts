@@ -15,9 +15,9 @@
  *                                   coordinator's view of its load, exact as of that status.
  * GRANT    coordinator -> worker  { t: tasks, q?: priorities, f?: trace flow id, h?: tasks to hold, when more
  *                                   than the worker's own capacity (a working coordinator answers late:
- *                                   coordinator.ts `cover`), z?: 1 when the coordinator's queue still holds
- *                                   tasks after this grant (a worker that ran dry waiting for it asked too
- *                                   little) }
+ *                                   coordinator.ts `cover`), z?: 1 when the request it answers found tasks in
+ *                                   the queue: its turnaround is a real one (a worker that ran dry waiting for
+ *                                   it asked too little); not when the coordinator had to find the work }
  * RELEASE  coordinator -> worker  {}                 other workers have run dry and the coordinator has
  *                                                    nothing for them: send about half of your queued tasks,
  *                                                    oldest first, now or as soon as you have any (a standing

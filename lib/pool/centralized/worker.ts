@@ -254,17 +254,19 @@ export class CentralWorker<T> implements Engine<T> {
       if (body.f !== undefined) this.rt.trace?.flowIn(`${tasks.length} tasks from coordinator`, body.f as string);
       this.rt.count("grantsReceived");
       if (this.requestSentAt >= 0) {
-        const raw = now() - this.requestSentAt;
-        // A request parked while the coordinator had nothing is no turnaround: clip such samples.
-        const sample = this.rttMs > 0 ? Math.min(raw, 8 * this.rttMs) : raw;
-        this.rttMs = this.rttMs === 0 ? sample : this.rttMs * 0.75 + sample * 0.25;
-        this.requestSentAt = -1;
-        if (this.parked && body.z === 1 && this.executed > 0) {
-          // Ran dry while the coordinator had work: the capacity was too small for the real turnaround.
-          this.boost = Math.min(MAX_BOOST, this.boost * 2);
-          this.rt.count("ranDry");
+        // Only a request the coordinator could answer from its queue measures the turnaround; one it had to
+        // find work for (releases from other workers) measures scarcity, which a larger capacity cannot cure.
+        if (body.z === 1) {
+          const sample = now() - this.requestSentAt;
+          this.rttMs = this.rttMs === 0 ? sample : this.rttMs * 0.75 + sample * 0.25;
+          if (this.parked && this.executed > 0) {
+            // Ran dry while the coordinator had work: the capacity was too small for the real turnaround.
+            this.boost = Math.min(MAX_BOOST, this.boost * 2);
+            this.rt.count("ranDry");
+          }
+          this.updateCapacity();
         }
-        this.updateCapacity();
+        this.requestSentAt = -1;
       }
       this.wakeUp();
     } else if (tag === TAG.release) {
