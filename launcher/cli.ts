@@ -54,7 +54,8 @@ such as "seconds" ignored): pass the app's --json flag.
 Options:
   -n, --np N          number of ranks (default 2)
       --pool SPEC     a configuration to run; repeat for several (default: centralized, centralized with
-                      coordinatorWorks=true, and all twelve distributed combinations)
+                      coordinatorWorks=true, centralized with keep=0 (every put sent to the coordinator, as
+                      in the seed slides), and all twelve distributed combinations)
       --repeat K      runs per configuration (default 3)
       --report FILE   write a self-contained HTML report: table, bar chart, per-rank timelines
       --trace-dir DIR keep each configuration's first-run trace (Chrome Trace Event Format) in DIR

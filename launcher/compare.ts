@@ -48,9 +48,12 @@ export interface ConfigSummary {
   readonly tracePath: string | undefined;
 }
 
-/** Centralized (the coordinator only deals, and it also works) plus all twelve distributed combinations. */
+/**
+ * Centralized (the coordinator only deals, it also works, and the seed slides' protocol where every put goes
+ * to the coordinator) plus all twelve distributed combinations.
+ */
 export function defaultPools(): string[] {
-  const out = ["centralized", "centralized,coordinatorWorks=true"];
+  const out = ["centralized", "centralized,coordinatorWorks=true", "centralized,keep=0"];
   for (const i of INITIATIONS)
     for (const p of PARTNERS)
       for (const t of TERMINATIONS) out.push(`distributed,initiation=${i},partner=${p},termination=${t}`);
