@@ -23,8 +23,8 @@ export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => se
  *
  * Timing: busy time is measured over stretches of back-to-back tasks, with the clock read every `stride`
  * tasks (adapted so that reads come about every CLOCK_EVERY_MS) and when the stretch ends (`pause`, `yield`);
- * the engine's own work between tasks of a stretch counts as busy. Async tasks, and every task when tracing,
- * read the clock around each task.
+ * the engine's own work between tasks of a stretch counts as busy. Async tasks read the clock around each
+ * task; when tracing, each sync task reads it once, at its end (it began when the one before it ended).
  */
 export class Executor<T> {
   /** Start of the current busy stretch, or of the time since the last clock read within it. */
@@ -34,6 +34,8 @@ export class Executor<T> {
   private sinceRead = 0;
   private stride = 1;
   private running = false;
+  /** Tracing only: when the last task ended (or the stretch began). */
+  private traceClock = 0;
 
   constructor(
     private readonly handler: TaskHandler<T>,
@@ -48,22 +50,20 @@ export class Executor<T> {
    * Throws (or the promise rejects with) a TaskError when the handler fails.
    */
   execute(task: T): Promise<void> | undefined {
-    const trace = this.trace;
-    const t0 = trace ? now() : 0;
     let r: unknown;
     try {
       r = this.handler(task, this.ctx);
       if (r === undefined) {
         this.stats.tasksExecuted++;
         this.sinceRead++;
-        if (trace) trace.task(t0, now());
+        if (this.trace) this.traced();
         return undefined;
       }
       if (typeof (r as Promise<unknown>).then !== "function") {
         this.results.add(r);
         this.stats.tasksExecuted++;
         this.sinceRead++;
-        if (trace) trace.task(t0, now());
+        if (this.trace) this.traced();
         return undefined;
       }
     } catch (cause) {
@@ -83,8 +83,9 @@ export class Executor<T> {
         this.stats.busyMs += t1 - start;
         this.stats.tasksExecuted++;
         this.stats.lastTaskAt = performance.timeOrigin + t1;
-        trace?.task(start, t1);
+        this.trace?.task(start, t1);
         this.mark = t1;
+        this.traceClock = t1;
         this.running = true;
       },
       (cause: unknown) => {
@@ -92,6 +93,13 @@ export class Executor<T> {
         throw this.failure(task, cause);
       },
     );
+  }
+
+  /** Tracing: a sync task ended now; it started when the one before it ended (one clock read per task). */
+  private traced(): void {
+    const t1 = now();
+    this.trace?.task(this.traceClock, t1);
+    this.traceClock = t1;
   }
 
   private failure(task: T, cause: unknown): TaskError {
@@ -104,6 +112,7 @@ export class Executor<T> {
   /** Call when tasks are about to run after a pause (an idle wait): a busy stretch starts now. */
   resume(): void {
     this.mark = now();
+    this.traceClock = this.mark;
     this.sliceStart = this.mark;
     this.sinceRead = 0;
     this.running = true;
