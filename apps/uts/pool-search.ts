@@ -8,10 +8,16 @@ import type { Pool, World } from "workpool";
 import type { Counts } from "./counts.ts";
 import type { Tree, UtsNode } from "./tree.ts";
 
-/** What one node adds: [nodes, leaves, depth]. Never mutated: a reduction makes new ones. */
-type Tally = readonly [nodes: number, leaves: number, depth: number];
+/** What one node adds: [nodes, leaves, depth]. */
+type Tally = [nodes: number, leaves: number, depth: number];
 
-const combine = (a: Tally, b: Tally): Tally => [a[0] + b[0], a[1] + b[1], a[2] > b[2] ? a[2] : b[2]];
+/** Adds `b` into the running total `a` in place (run's reducer may: `a` is never a value a handler returned). */
+const combine = (a: Tally, b: Tally): Tally => {
+  a[0] += b[0];
+  a[1] += b[1];
+  if (b[2] > a[2]) a[2] = b[2];
+  return a;
+};
 
 /** One tally per depth for inner nodes and for leaves, made once: handlers return these, so a node allocates none. */
 const inner: Tally[] = [];

@@ -10,6 +10,10 @@ export type WireResult = [unknown] | undefined;
  * own messages), which sends the total to every rank with its "done" message. So a value travels with the
  * completion of the work that produced it, and reducing costs no extra message. Values are combined in no
  * particular order: the reducer must be associative and commutative.
+ *
+ * The accumulated value is this object's own (a copy of the first value a handler returned, or a decoded
+ * message), never a value a handler returned: a function reducer may update its first argument in place and
+ * return it, so combining allocates nothing (as Spark's `aggregate` allows); it must not change the second.
  */
 export class Results {
   private value: unknown;
@@ -26,13 +30,21 @@ export class Results {
   /** A handler returned `v` (undefined means no value). */
   add(v: unknown): void {
     if (v === undefined) return;
-    this.value = this.has ? this.combine(this.value, v) : v;
-    this.has = true;
+    if (this.has) this.value = this.combine(this.value, v);
+    else {
+      this.value = typeof v === "object" && v !== null ? structuredClone(v) : v;
+      this.has = true;
+    }
   }
 
-  /** Adds a partial result received from another rank. */
+  /** Adds a partial result received from another rank (decoded from a message: this object may keep it). */
   merge(w: WireResult): void {
-    if (w !== undefined) this.add(w[0]);
+    if (w === undefined || w[0] === undefined) return;
+    if (this.has) this.value = this.combine(this.value, w[0]);
+    else {
+      this.value = w[0];
+      this.has = true;
+    }
   }
 
   /** Takes what was added since the last take, for a message (undefined when nothing was). */

@@ -38,7 +38,9 @@ export interface RunOptions<R = unknown> {
   /**
    * How the values handlers return are combined into `result`: an op name (`sum`, `min`, `max`, ... as for
    * `allreduce`; element-wise on arrays) or a function. Values are combined in no particular order, so a
-   * function must be associative and commutative. @default "sum"
+   * function must be associative and commutative. A function may update its first argument (the running
+   * total, never a value a handler returned) in place and return it, so that combining allocates nothing; it
+   * must not change its second. @default "sum"
    */
   readonly reduce?: ReduceOp<R>;
 }
