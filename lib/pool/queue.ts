@@ -28,7 +28,7 @@ export class TaskQueue<T> {
   private seq = 0;
   private readonly lifo: boolean;
 
-  constructor(order: TaskOrder = "fifo") {
+  constructor(order: TaskOrder = "lifo") {
     this.lifo = order === "lifo";
   }
 

@@ -17,7 +17,9 @@ const MAX_COVER = 4096;
 interface WorkerState {
   readonly rank: number;
   joined: boolean;
+  /** Sequence number of its latest status, and how many of its statuses arrived in all. */
   seq: number;
+  statuses: number;
   /** Tasks granted to this worker. */
   granted: number;
   /** From its latest status: tasks run, kept, given back and sent in all (protocol.ts). */
@@ -57,7 +59,8 @@ const holding = (w: WorkerState): number => w.granted + w.kept - w.done - w.give
  * sends about half of its queue, oldest first, which is then dealt like any other task.
  *
  * Termination: every worker has joined, the queue is empty, every worker holds no task as of its latest
- * status (granted + kept = run + given back), and every task a worker reported sending has arrived.
+ * status (granted + kept = run + given back), every task a worker reported sending has arrived, and so has
+ * every status before its latest (with the partial results it carries).
  */
 export class Coordinator<T> implements Engine<T> {
   readonly done: Promise<void>;
@@ -89,6 +92,7 @@ export class Coordinator<T> implements Engine<T> {
         rank: r,
         joined: false,
         seq: -1,
+        statuses: 0,
         granted: 0,
         done: 0,
         kept: 0,
@@ -145,6 +149,7 @@ export class Coordinator<T> implements Engine<T> {
     const st = body as unknown as Status;
     this.rt.count("statusesReceived");
     w.joined = true;
+    w.statuses++;
     if (st.s > w.seq) {
       w.seq = st.s;
       w.capacity = st.c;
@@ -274,7 +279,9 @@ export class Coordinator<T> implements Engine<T> {
   private checkTermination(): void {
     if (this.finished || this.queue.size > 0) return;
     for (const w of this.workers) {
-      if (!w.joined || holding(w) !== 0 || w.putsReceived !== w.putsExpected) return;
+      // Every status up to its latest has arrived: an earlier one that the latest overtook may still carry a
+      // partial result (its tasks are counted by putsExpected, its result by nothing else).
+      if (!w.joined || holding(w) !== 0 || w.putsReceived !== w.putsExpected || w.statuses !== w.seq + 1) return;
     }
     this.finished = true;
     const result = this.rt.results.take();
