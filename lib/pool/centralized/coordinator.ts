@@ -226,19 +226,24 @@ export class Coordinator<T> implements Engine<T> {
   }
 
   /**
-   * Workers wait for work and the queue is empty: asks workers that hold tasks, and are not waiting
-   * themselves, to release some, the most loaded (as last seen) first; one per waiting worker, plus one.
+   * Workers wait for work and the queue is empty: asks workers that hold tasks to release some, one per
+   * waiting worker, plus one. Workers that are not waiting themselves come first, the most loaded (as last
+   * seen) first; but a waiting worker that holds a task is asked too: its own puts may have refilled its queue
+   * since it asked (in a narrow tree, the one worker on the spine is always "nearly out" and yet holds the
+   * only work there is). A release is a standing request: it answers as soon as it has a task queued.
    */
   private seekWork(): void {
     let waiting = 0;
     const victims: WorkerState[] = [];
     for (const w of this.workers) {
-      if (w.wants && holding(w) < w.capacity) waiting++;
-      else if (holding(w) > 0 && !w.asked) victims.push(w);
+      const hungry = w.wants && holding(w) < w.capacity;
+      if (hungry) waiting++;
+      if (w.asked) waiting--;
+      else if (holding(w) > 0) victims.push(w);
     }
-    for (const w of this.workers) if (w.asked) waiting--;
     if (waiting <= 0 || victims.length === 0) return;
-    victims.sort((a, b) => holding(b) - holding(a));
+    const rank = (w: WorkerState) => (w.wants ? 0 : 2 ** 40) + holding(w);
+    victims.sort((a, b) => rank(b) - rank(a));
     for (const w of victims.slice(0, waiting + 1)) {
       w.asked = true;
       this.rt.count("releasesSent");
@@ -267,6 +272,9 @@ export class Coordinator<T> implements Engine<T> {
     const finishW = (holding(w) + chunk) * w.meanMs;
     for (const v of this.workers) {
       if (v === w || v.meanMs <= 0 || !v.joined) continue;
+      // A worker that keeps tasks it put may hold far more than its last status said, and asks for work
+      // only when that is done: its finish cannot be foreseen, and waiting for it could last the whole run.
+      if (v.kept > 0) continue;
       // Only a clearly faster worker is worth waiting for; equals share the end normally.
       if (v.meanMs * 1.5 > w.meanMs) continue;
       const finishV = (holding(v) + chunk) * v.meanMs;

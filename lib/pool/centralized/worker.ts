@@ -228,10 +228,12 @@ export class CentralWorker<T> implements Engine<T> {
       }
       if (this.finished) return;
       exec.pause();
-      // Idle: report what was run and put (this answers a pending RELEASE too), so the coordinator can see
-      // termination, and ask for work unless a request is pending.
+      // Idle: report what was run and put, so the coordinator can see termination, and ask for work unless a
+      // request is pending. A pending RELEASE is answered too: nothing to give. (Clearing it without a status
+      // would leave the coordinator waiting for the answer, and never asking this worker again.)
+      const owed = this.owed;
       this.owed = false;
-      if (this.executed > this.reportedDone || this.outTasks.length > 0 || this.requestSentAt < 0) {
+      if (owed || this.executed > this.reportedDone || this.outTasks.length > 0 || this.requestSentAt < 0) {
         this.sendStatus(this.requestSentAt < 0);
       }
       if (this.queued() > 0) continue;
@@ -271,8 +273,13 @@ export class CentralWorker<T> implements Engine<T> {
       this.wakeUp();
     } else if (tag === TAG.release) {
       this.rt.count("releasesAsked");
-      this.owed = true;
-      if (!this.parked) this.release();
+      if (this.parked) {
+        // Idle: nothing to give; say so at once, so the coordinator may ask again later.
+        this.sendStatus(false);
+      } else {
+        this.owed = true;
+        this.release();
+      }
     } else if (tag === TAG.done) {
       this.finished = true;
       this.rt.results.final = body.r as WireResult;
