@@ -9,6 +9,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   comm: async () => (await import("./comm.ts")).suite,
   pool: async () => (await import("./pool.ts")).suite,
   apps: async () => (await import("./apps.ts")).suite,
+  trees: async () => (await import("./trees.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

@@ -8,7 +8,7 @@ import { ROOT, startNode } from "../helpers/run.ts";
 const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "bench", "index.ts"), ...args]).result;
 
 const refusals: [args: string[], message: RegExp][] = [
-  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps$/],
+  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees$/],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
   [["apps", "--graph", "no/such/file.gr"], /^bench: apps: --graph no\/such\/file\.gr: no such file$/],
@@ -16,6 +16,11 @@ const refusals: [args: string[], message: RegExp][] = [
   [["apps", "--rounds", "0"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "0"$/],
   [["apps", "--rounds=two"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "two"$/],
   [["apps", "--frob", "1"], /^bench: apps: unknown option --frob; options: --graph, --rounds$/],
+  [["trees", "--tree", "T9"], /^bench: trees: unknown tree "T9" for --tree \(known: T1, /],
+  [["trees", "--rounds", "0"], /^bench: trees: --rounds must be an integer in 1\.\.100; got "0"$/],
+  [["trees", "--quick=yes"], /^bench: trees: --quick takes no value; got yes$/],
+  [["trees", "--quick", "apps"], /^bench: trees: --quick takes no value; got apps \(name other suites before trees\)$/],
+  [["trees", "--graph", "x.gr"], /^bench: trees: unknown option --graph; options: --tree, --rounds, --quick$/],
   // The second suite's bad option stops the first suite from starting.
   [["pool", "apps", "--rounds", "-1"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "-1"$/],
 ];
@@ -29,9 +34,17 @@ for (const [args, message] of refusals) {
   });
 }
 
-test("bench --help lists every suite and the apps suite's options", async (t) => {
+test("bench --help lists every suite and the apps and trees suites' options", async (t) => {
   const r = await bench("--help");
   t.is(r.code, 0);
-  for (const line of [/^ {2}comm /m, /^ {2}pool /m, /^ {2}apps /m, /--graph FILE\.gr/, /--rounds N/])
+  for (const line of [
+    /^ {2}comm /m,
+    /^ {2}pool /m,
+    /^ {2}apps /m,
+    /^ {2}trees /m,
+    /--graph FILE\.gr/,
+    /--rounds N/,
+    /--quick/,
+  ])
     t.regex(r.stdout, line);
 });
