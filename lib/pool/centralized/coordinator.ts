@@ -234,12 +234,18 @@ export class Coordinator<T> implements Engine<T> {
    */
   private seekWork(): void {
     let waiting = 0;
+    let hungry = 0;
     const victims: WorkerState[] = [];
     for (const w of this.workers) {
-      const hungry = w.wants && holding(w) < w.capacity;
-      if (hungry) waiting++;
+      if (w.wants && holding(w) < w.capacity) hungry++;
       if (w.asked) waiting--;
       else if (holding(w) > 0) victims.push(w);
+    }
+    waiting += hungry;
+    // A waiting worker is never asked to release work for itself alone (with one worker, for nobody).
+    if (hungry < 2) {
+      const others = victims.filter((w) => !(w.wants && holding(w) < w.capacity));
+      victims.splice(0, victims.length, ...others);
     }
     if (waiting <= 0 || victims.length === 0) return;
     const rank = (w: WorkerState) => (w.wants ? 0 : 2 ** 40) + holding(w);
