@@ -7,9 +7,9 @@
  *   beside sequential Dijkstra on the same graph (after loading). Both solve SOLVES times in their processes
  *   (the app with `--repeat`): the fastest is the warm time the speedup and target use, the first the cold
  *   one. Graphs: the app's default grid, ../shared/data/graphs/DE.gr when it exists, every `.gr` named in
- *   BENCH_GRAPH (a list separated by `,` or the path delimiter), and a larger generated grid (LARGE_GRAPH,
- *   distributed variant only: the centralized one takes minutes there). Target: the distributed variant on
- *   two ranks is faster than Dijkstra.
+ *   BENCH_GRAPH (a list separated by `,` or the path delimiter), and a larger generated grid (LARGE_GRAPH:
+ *   the distributed variant, and the centralized one on two ranks). Targets: the distributed variant on two
+ *   ranks is faster than Dijkstra; the centralized one on two ranks reaches 0.3x Dijkstra on LARGE_GRAPH.
  * - Block matching on a generated 1280x720 sequence of 8 frames, 16x16 blocks, range 16: speedup over the
  *   sequential search with two workers: centralized -n 3 (a coordinator and 2 workers, 3 processes on the
  *   cores), centralized with coordinatorWorks -n 2 (the coordinator is one of the 2 workers), distributed -n 2.
@@ -87,7 +87,11 @@ const ALL_CONFIGS: readonly Config[] = [
   ["distributed", 2],
   ["distributed", 3],
 ];
-const DISTRIBUTED_CONFIGS = ALL_CONFIGS.filter(([variant]) => variant === "distributed");
+/** The large grid: the distributed variant, and the centralized one on 2 ranks (a coordinator and a worker). */
+const LARGE_CONFIGS: readonly Config[] = [
+  ["centralized", 2],
+  ...ALL_CONFIGS.filter(([variant]) => variant === "distributed"),
+];
 
 interface Options {
   /** `.gr` files to solve besides the default ones (absolute paths). */
@@ -133,7 +137,7 @@ function graphs(named: readonly string[]): [string, string, string[], readonly C
   for (const file of new Set([...(existsSync(DE) ? [DE] : []), ...named])) {
     list.push([relative(ROOT, file), file, ["--graph", file], ALL_CONFIGS]);
   }
-  list.push([LARGE_GRAPH, LARGE_GRAPH, ["--generate", LARGE_GRAPH], DISTRIBUTED_CONFIGS]);
+  list.push([LARGE_GRAPH, LARGE_GRAPH, ["--generate", LARGE_GRAPH], LARGE_CONFIGS]);
   return list;
 }
 
@@ -255,6 +259,9 @@ export const suite: Suite = {
       for (const [i, [variant, np]] of configs.entries()) {
         const s = samples[i] as Samples;
         const checked = variant === "distributed" && np === 2;
+        // The centralized variant on the large grid: its workers keep the tasks they put (option keep), so it
+        // reaches a useful fraction of Dijkstra's speed.
+        const centralTarget = variant === "centralized" && np === 2 && input === LARGE_GRAPH;
         const x = speedup(s);
         rows.push([
           label,
@@ -267,8 +274,14 @@ export const suite: Suite = {
           fmt(best(s.sequentialFirst)),
           `${fmt(firstSpeedup(s))}x`,
           answer(s),
-          checked ? "> 1x" : answer(s) !== "same" ? "correct" : "-",
-          checked ? verdict(x > 1 && answer(s) === "same") : answer(s) !== "same" ? verdict(false) : "",
+          checked ? "> 1x" : centralTarget ? ">= 0.3x" : answer(s) !== "same" ? "correct" : "-",
+          checked
+            ? verdict(x > 1 && answer(s) === "same")
+            : centralTarget
+              ? verdict(x >= 0.3 && answer(s) === "same")
+              : answer(s) !== "same"
+                ? verdict(false)
+                : "",
         ]);
       }
     }
