@@ -25,7 +25,16 @@ import { existsSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { TS_LOADER } from "../launcher/loader.ts";
-import { BenchUsageError, fmt, formatTable, ROOT, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
+import {
+  BenchUsageError,
+  fmt,
+  formatTable,
+  ROOT,
+  runJsonLines,
+  scorecard,
+  type Suite,
+  WORKPOOL_BIN,
+} from "./harness.ts";
 
 const SHORTEST_PATHS = join(ROOT, "apps", "shortest-paths");
 const BLOCK_MATCHING = join(ROOT, "apps", "block-matching");
@@ -211,14 +220,9 @@ export const suite: Suite = {
   async run(args) {
     // Rounds of measurements; each round runs the sequential reference and then every parallel configuration.
     const { graphs: named, rounds } = parseOptions(args);
-    let targets = 0;
-    let misses = 0;
+    const score = scorecard();
+    const verdict = score.verdict;
     const failures: string[] = [];
-    const verdict = (ok: boolean) => {
-      targets++;
-      if (!ok) misses++;
-      return ok ? "pass" : "MISS";
-    };
     process.stdout.write(
       `This machine has ${cpus().length} cores; every rank is a process, so -n 3 puts 3 processes on them.\n` +
         `${rounds} rounds (--rounds); each round runs the sequential reference, then every configuration once.\n` +
@@ -348,6 +352,6 @@ export const suite: Suite = {
     process.stdout.write(`${formatTable(bmRows)}\n`);
     for (const f of failures) process.stdout.write(`failed run: ${f}\n`);
     process.stdout.write(`Load average (1, 5, 15 min) at the end: ${load()}\n`);
-    return { targets, misses };
+    return score.report();
   },
 };

@@ -32,6 +32,20 @@ export interface SuiteReport {
   readonly misses: number;
 }
 
+/** Counts a suite's targets and misses: `verdict(ok)` is the table's "pass" or "MISS"; `report()` the total. */
+export function scorecard(): { verdict(ok: boolean): "pass" | "MISS"; report(): SuiteReport } {
+  let targets = 0;
+  let misses = 0;
+  return {
+    verdict(ok) {
+      targets++;
+      if (!ok) misses++;
+      return ok ? "pass" : "MISS";
+    },
+    report: () => ({ targets, misses }),
+  };
+}
+
 /** Folder of the repository (the bench runs from any working directory). */
 export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 /** The workpool command, as a user runs it. */

@@ -7,7 +7,7 @@
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { TS_LOADER } from "../launcher/loader.ts";
-import { fmt, formatTable, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
+import { fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/pool-ranks.ts", import.meta.url).pathname;
 const PISCINA = new URL("./programs/piscina-bench.ts", import.meta.url).pathname;
@@ -68,13 +68,8 @@ export const suite: Suite = {
   description:
     "pool task rates vs Piscina, tracing cost, makespan / lower bound with emulated work, termination latency",
   async run() {
-    let targets = 0;
-    let misses = 0;
-    const verdict = (ok: boolean) => {
-      targets++;
-      if (!ok) misses++;
-      return ok ? "pass" : "MISS";
-    };
+    const score = scorecard();
+    const verdict = score.verdict;
 
     const ours = await launch<Throughput>(3, ["throughput", "1000000"], 120_000);
     const [pisc] = (await runJsonLines(process.execPath, ["--import", TS_LOADER, PISCINA, "200000"], {
@@ -218,6 +213,6 @@ export const suite: Suite = {
     }
     process.stdout.write(`${formatTable(latency)}\n`);
     process.stdout.write("  (latency: last task finished anywhere to the last rank returning from run)\n");
-    return { targets, misses };
+    return score.report();
   },
 };

@@ -22,7 +22,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import type { PoolStats } from "workpool";
 import { SAMPLE_TREES, sampleTree } from "../apps/uts/samples.ts";
-import { BenchUsageError, fmt, formatTable, runJsonLines, type Suite, WORKPOOL_BIN } from "./harness.ts";
+import { BenchUsageError, fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/trees-ranks.ts", import.meta.url).pathname;
 /** Solves per launch for the timed rows: the first is cold, the fastest (warm) is the figure. */
@@ -215,14 +215,9 @@ export const suite: Suite = {
     const main = o.quick ? SMALL_TREE : o.tree;
     const binomial = o.quick ? SMALL_TREE : "T3";
     const cores = availableParallelism();
-    let targets = 0;
-    let misses = 0;
+    const score = scorecard();
+    const verdict = score.verdict;
     const failures: string[] = [];
-    const verdict = (ok: boolean) => {
-      targets++;
-      if (!ok) misses++;
-      return ok ? "pass" : "MISS";
-    };
     const secs = (ms: number) => fmt(ms / 1000);
 
     /** Launches a `sequential` or `pool` run `rounds` times; the fastest round counts. */
@@ -606,6 +601,6 @@ export const suite: Suite = {
 
     for (const f of failures) process.stdout.write(`failed run: ${f}\n`);
     process.stdout.write(`Load average (1, 5, 15 min) at the end: ${load()}\n`);
-    return { targets, misses };
+    return score.report();
   },
 };

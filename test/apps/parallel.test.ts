@@ -16,7 +16,7 @@ import { dijkstra } from "../../apps/shortest-paths/dijkstra.ts";
 import { formatDimacs } from "../../apps/shortest-paths/dimacs.ts";
 import { generateArcs, generateGraph, parseGraphSpec } from "../../apps/shortest-paths/generate.ts";
 import { formatDistances, tally } from "../../apps/shortest-paths/summary.ts";
-import { linesOf, type RunResult, run } from "../helpers/run.ts";
+import { limitedLauncher, linesOf, rank0, type RunResult } from "../helpers/run.ts";
 import { tempDir } from "./temp.ts";
 
 const SHORTEST_PATHS = "apps/shortest-paths";
@@ -28,29 +28,8 @@ const POOLS = [
   "distributed,initiation=sender,partner=ring,termination=tree",
 ];
 
-/** At most this many launches at once, so a 2-core machine is not swamped by the tests of this file. */
-const LAUNCHES = 3;
-let running = 0;
-const waiting: (() => void)[] = [];
-
-/** Runs `workpool launch -n N [--pool SPEC] app args...` when a launch slot is free. */
-async function launch(n: number, pool: string | undefined, app: string, args: readonly string[]): Promise<RunResult> {
-  if (running >= LAUNCHES) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  try {
-    return await run(["-n", String(n), "--timeout", "100", ...(pool ? ["--pool", pool] : []), app, ...args]);
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
-
-/** Rank 0's lines of `text`, without the `[0] ` prefix. */
-function rank0(text: string): string[] {
-  return linesOf(text)
-    .filter((l) => l.startsWith("[0] "))
-    .map((l) => l.slice(4));
-}
+/** At most 3 launches at once, so a 2-core machine is not swamped by the tests of this file. */
+const launch = limitedLauncher(3);
 
 /** The one JSON line rank 0 printed. */
 function jsonLine(t: ExecutionContext, r: RunResult): Record<string, unknown> {

@@ -12,7 +12,7 @@ import { DEFAULT_PARAMS, formatParams, parseUtsArgs } from "../../apps/uts/param
 import { DEFAULT_TREE, SAMPLE_TREES, sampleTree, sampleWithParams } from "../../apps/uts/samples.ts";
 import { searchSequential } from "../../apps/uts/sequential.ts";
 import { Tree } from "../../apps/uts/tree.ts";
-import { linesOf, type RunResult, run } from "../helpers/run.ts";
+import { limitedLauncher, rank0, type RunResult } from "../helpers/run.ts";
 
 const UTS = "apps/uts";
 
@@ -155,28 +155,9 @@ test("countsMismatch names the first field that differs and skips unknown ones",
 
 // --- the app through the launcher -----------------------------------------------------------------------------
 
-/** At most this many launches at once, so a 2-core machine is not swamped by this file. */
-const LAUNCHES = 2;
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function launch(n: number, pool: string | undefined, args: readonly string[]): Promise<RunResult> {
-  if (running >= LAUNCHES) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  try {
-    return await run(["-n", String(n), "--timeout", "100", ...(pool ? ["--pool", pool] : []), UTS, ...args]);
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
-
-/** Rank 0's lines of `text`, without the `[0] ` prefix. */
-function rank0(text: string): string[] {
-  return linesOf(text)
-    .filter((l) => l.startsWith("[0] "))
-    .map((l) => l.slice(4));
-}
+/** At most 2 launches at once, so a 2-core machine is not swamped by this file. */
+const limited = limitedLauncher(2);
+const launch = (n: number, pool: string | undefined, args: readonly string[]) => limited(n, pool, UTS, args);
 
 function ok(t: ExecutionContext, r: RunResult): void {
   t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);

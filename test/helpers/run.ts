@@ -132,3 +132,31 @@ export function linesOf(text: string): string[] {
   if (lines.at(-1) === "") lines.pop();
   return lines;
 }
+
+/**
+ * `workpool launch -n N [--pool SPEC] app args...`, at most `slots` at a time (the others wait for a free slot),
+ * so a test file that starts many jobs does not crowd the machine's cores.
+ */
+export function limitedLauncher(
+  slots: number,
+): (n: number, pool: string | undefined, app: string, args: readonly string[]) => Promise<RunResult> {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return async (n, pool, app, args) => {
+    if (running >= slots) await new Promise<void>((resolve) => waiting.push(resolve));
+    running++;
+    try {
+      return await run(["-n", String(n), "--timeout", "100", ...(pool ? ["--pool", pool] : []), app, ...args]);
+    } finally {
+      running--;
+      waiting.shift()?.();
+    }
+  };
+}
+
+/** Rank 0's lines of `text`, without the `[0] ` prefix. */
+export function rank0(text: string): string[] {
+  return linesOf(text)
+    .filter((l) => l.startsWith("[0] "))
+    .map((l) => l.slice(4));
+}
