@@ -12,4 +12,31 @@ export default tseslint.config(
       "no-constant-condition": ["error", { checkLoops: false }],
     },
   },
+  // Layers point down: messaging knows nothing of pools (world.pool() is defined in lib/pool/pool.ts), and
+  // the launcher reaches the library only through its two entries.
+  {
+    files: ["lib/comm/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ group: ["**/pool/**"], message: "lib/comm must not depend on lib/pool" }] },
+      ],
+    },
+  },
+  {
+    files: ["launcher/**"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: ["**/lib/**", "!**/lib/index.ts", "!**/lib/internal.ts"],
+              message: "the launcher imports lib/index.ts or lib/internal.ts only",
+            },
+          ],
+        },
+      ],
+    },
+  },
 );

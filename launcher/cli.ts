@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { resolvePoolConfig } from "../lib/pool/options.ts";
+import { resolvePoolConfig } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { OptionReader } from "./argv.ts";
 import { parseCompareArgs, runCompare } from "./compare.ts";

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { INITIATIONS, PARTNERS, TERMINATIONS, resolvePoolConfig } from "../lib/pool/options.ts";
+import { INITIATIONS, PARTNERS, TERMINATIONS, resolvePoolConfig } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { OptionReader } from "./argv.ts";
 import { renderReport } from "./report-html.ts";

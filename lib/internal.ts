@@ -6,3 +6,4 @@ export { ENV, readJobEnv } from "./comm/env.ts";
 export type { RankInfo, RendezvousService } from "./comm/rendezvous.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
 export { CONTEXT } from "./comm/world.ts";
+export { INITIATIONS, PARTNERS, resolvePoolConfig, TERMINATIONS } from "./pool/options.ts";

@@ -1,7 +1,5 @@
 import { hostname } from "node:os";
 import { ClosedError, describe, InvalidArgumentError } from "../errors.ts";
-import { type PoolOptions, resolvePoolConfig } from "../pool/options.ts";
-import { Pool } from "../pool/pool.ts";
 import { decodeFrame, decodeSplit, encodeMessage } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
@@ -120,7 +118,8 @@ export class World implements AsyncDisposable {
     return m;
   }
 
-  private checkOpen(call: string): void {
+  /** @internal throws ClosedError once the world is closed. */
+  checkOpen(call: string): void {
     if (this.closed) throw new ClosedError(`${call}: the world is closed`);
   }
 
@@ -283,16 +282,6 @@ export class World implements AsyncDisposable {
   /** True once `close()` was called. */
   get isClosed(): boolean {
     return this.closed;
-  }
-
-  /**
-   * Creates a workpool. Options given here override the launcher's `--pool SPEC`; with neither, the pool is
-   * centralized. Every rank must create its pools in the same order. Throws ConfigError on bad options.
-   */
-  pool<T = unknown>(options?: PoolOptions): Pool<T> {
-    this.checkOpen("pool");
-    const config = resolvePoolConfig(options, this.env.pool, this.size);
-    return new Pool<T>(this, this.allocateContext(), config);
   }
 
   /** @internal send in a private context (pools); no argument checks. */

@@ -1,9 +1,9 @@
-import type { World } from "../comm/world.ts";
+import { World } from "../comm/world.ts";
 import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError } from "../errors.ts";
 import { REPORT, report } from "../runtime/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
-import type { PoolConfig } from "./options.ts";
+import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
 import { type Engine, type PendingPut, PoolRuntime } from "./runtime.ts";
 import { TraceRecorder } from "./trace.ts";
@@ -217,3 +217,20 @@ export class Pool<T = unknown> {
     return this.world.gather(this.last ?? emptyStats(this.world.rank, this.config.mode), root);
   }
 }
+
+declare module "../comm/world.ts" {
+  interface World {
+    /**
+     * Creates a workpool. Options given here override the launcher's `--pool SPEC`; with neither, the pool is
+     * centralized. Every rank must create its pools in the same order. Throws ConfigError on bad options.
+     */
+    pool<T = unknown>(options?: PoolOptions): Pool<T>;
+  }
+}
+
+// Pools sit on top of messaging: `world.pool()` is defined here, so lib/comm imports nothing from lib/pool.
+World.prototype.pool = function pool<T>(this: World, options?: PoolOptions): Pool<T> {
+  this.checkOpen("pool");
+  const config = resolvePoolConfig(options, this.env.pool, this.size);
+  return new Pool<T>(this, this.allocateContext(), config);
+};
