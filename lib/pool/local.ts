@@ -60,8 +60,6 @@ export class LocalEngine<T> implements Engine<T> {
   }
 
   stop(result: WireResult): void {
-    if (this.rt.stopped) return;
-    this.rt.stopped = true;
-    this.rt.results.final = result;
+    if (!this.rt.stopped) this.rt.endStopped(result);
   }
 }

@@ -44,7 +44,7 @@ export class Pool<T = unknown> {
   private stash: Stashed[] = [];
   private last: PoolStats | undefined;
   private readonly bounds: Bound[] = [];
-  /** Improvements that arrived for bounds not made here yet: the best per bound index. */
+  /** Improvements that arrived for bounds not made here yet, by bound index (applied when it is made). */
   private readonly earlyBounds = new Map<number, number[]>();
 
   /** @internal use `world.pool()` */

@@ -3,6 +3,12 @@ import { type ReduceFn, type ReduceOp, resolveOp } from "../comm/ops.ts";
 /** A partial result on the wire: absent when no task returned a value, else a one-element array. */
 export type WireResult = [unknown] | undefined;
 
+/** `body` with the partial result `r` as field `r`, or without the field when there is none. */
+export function withResult(body: Record<string, unknown>, r: WireResult): Record<string, unknown> {
+  if (r !== undefined) body.r = r;
+  return body;
+}
+
 /**
  * The values handlers returned on this rank, combined with the run's reducer as they arrive, plus the partial
  * results other ranks passed here. Engines move partial results towards the rank that detects termination
@@ -20,6 +26,8 @@ export class Results {
   private has = false;
   /** Set on every rank once the run has terminated: the reduction of every task's value. */
   final: WireResult;
+  /** Set when a task ended the run with `ctx.stop` (`final` is then its value). */
+  stopped = false;
 
   constructor(private readonly combine: ReduceFn<unknown>) {}
 

@@ -41,8 +41,19 @@ export class PoolRuntime {
     else this.world.postEncoded(dest, bytes);
   }
 
-  /** Set when the run ended through `ctx.stop` (results.final then holds the stop's value). */
-  stopped = false;
+  /**
+   * True when the run ended through `ctx.stop` (results.final then holds the stop's value). Kept in `results`,
+   * which every runtime of this run shares (a working coordinator's loopback runtimes too).
+   */
+  get stopped(): boolean {
+    return this.results.stopped;
+  }
+
+  /** The run ends on purpose, with the value a task gave `ctx.stop`. */
+  endStopped(result: WireResult): void {
+    this.results.stopped = true;
+    this.results.final = result;
+  }
 
   count(name: string, by = 1): void {
     this.stats.counters[name] = (this.stats.counters[name] ?? 0) + by;

@@ -221,3 +221,28 @@ test("results under chaos: centralized pools lose no partial result when statuse
     { config: "coordinatorWorks", runs: 40, executed: 8000, wrong: [] },
   ]);
 });
+
+// ctx.stop ends the run on every rank with the stopping task's value; the pool runs again afterwards; a shared
+// bound improved on one rank reaches the others (an improvement can still be on its way when run resolves
+// elsewhere, so only the best over the ranks is certain).
+for (const [n, pool] of [
+  [1, "centralized"],
+  [3, "centralized"],
+  [2, "centralized,coordinatorWorks=true"],
+  [3, "distributed"],
+  [3, "distributed,termination=tree"],
+] as const) {
+  test(`ctx.stop and pool.bound on ${n} rank${n > 1 ? "s" : ""} under ${pool}`, async (t) => {
+    const r = await run(["-n", String(n), "--timeout", "60", "--pool", pool, fixture("pool-stop.ts")]);
+    t.is(r.code, 0, r.stderr);
+    const lines = r.stdout.split("\n").filter((l) => l.includes("result "));
+    t.is(lines.length, n);
+    for (const line of lines) {
+      const v = JSON.parse(line.slice(line.indexOf("result ") + 7));
+      t.like(v, { stopped: true, result: { found: 5000 }, again: 999, againStopped: false });
+      t.true(v.best >= 1);
+    }
+    const bests = lines.map((l) => JSON.parse(l.slice(l.indexOf("result ") + 7)).best as number);
+    t.true(Math.max(...bests) >= 5000, `bests ${bests}`);
+  });
+}

@@ -1,6 +1,6 @@
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
-import type { WireResult } from "../results.ts";
+import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import { type Fail, type Status, TAG } from "./protocol.ts";
 
@@ -300,7 +300,7 @@ export class Coordinator<T> implements Engine<T> {
     this.finished = true;
     const result = this.rt.results.take();
     this.rt.results.final = result;
-    for (const w of this.workers) this.rt.send(w.rank, TAG.done, result ? { r: result } : {});
+    for (const w of this.workers) this.rt.send(w.rank, TAG.done, withResult({}, result));
     this.resolve();
   }
 
@@ -319,9 +319,8 @@ export class Coordinator<T> implements Engine<T> {
   stop(result: WireResult): void {
     if (this.finished) return;
     this.finished = true;
-    this.rt.stopped = true;
-    this.rt.results.final = result;
-    for (const w of this.workers) this.rt.send(w.rank, TAG.stopped, result ? { r: result } : {});
+    this.rt.endStopped(result);
+    for (const w of this.workers) this.rt.send(w.rank, TAG.stopped, withResult({}, result));
     this.resolve();
   }
 

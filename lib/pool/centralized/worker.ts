@@ -1,7 +1,7 @@
 import { Executor, now } from "../executor.ts";
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
-import type { WireResult } from "../results.ts";
+import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { type Fail, type Status, TAG } from "./protocol.ts";
@@ -293,8 +293,7 @@ export class CentralWorker<T> implements Engine<T> {
       this.wakeUp();
     } else if (tag === TAG.stopped) {
       this.finished = true;
-      this.rt.stopped = true;
-      this.rt.results.final = body.r as WireResult;
+      this.rt.endStopped(body.r as WireResult);
       this.resolve();
       this.wakeUp();
     }
@@ -309,7 +308,7 @@ export class CentralWorker<T> implements Engine<T> {
   stop(result: WireResult): void {
     if (this.finished || this.stopping) return;
     this.stopping = true;
-    this.rt.send(this.rt.config.coordinator, TAG.stop, result ? { r: result } : {});
+    this.rt.send(this.rt.config.coordinator, TAG.stop, withResult({}, result));
   }
 
   fail(error: Error): void {

@@ -4,7 +4,7 @@ import { Executor } from "../executor.ts";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { PARTNER_POLICIES } from "../partner/registry.ts";
 import { TaskQueue } from "../queue.ts";
-import type { WireResult } from "../results.ts";
+import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { Detector } from "../termination/detector.ts";
 import { TERMINATION_DETECTORS } from "../termination/registry.ts";
@@ -112,8 +112,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     // Every rank's partial result has reached this one along the detector's messages (detector.ts).
     const result = this.rt.results.take();
     for (let r = 0; r < this.rt.size; r++) {
-      if (r !== this.rt.rank)
-        this.rt.send(r, TAG.done, result ? { m: lastActivityAt, r: result } : { m: lastActivityAt });
+      if (r !== this.rt.rank) this.rt.send(r, TAG.done, withResult({ m: lastActivityAt }, result));
     }
     this.finish(lastActivityAt, result);
   }
@@ -178,18 +177,17 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     const { rt } = this;
     if (rt.rank !== ROOT) {
       // This rank runs nothing more; it takes part in no termination round either: the root's answer ends it.
-      if (!this.stopping) rt.send(ROOT, TAG.stop, result ? { r: result } : {});
+      if (!this.stopping) rt.send(ROOT, TAG.stop, withResult({}, result));
       this.stopping = true;
       return;
     }
-    for (let r = 0; r < rt.size; r++) if (r !== rt.rank) rt.send(r, TAG.stopped, result ? { r: result } : {});
+    for (let r = 0; r < rt.size; r++) if (r !== rt.rank) rt.send(r, TAG.stopped, withResult({}, result));
     this.stopped(result);
   }
 
   private stopped(result: WireResult): void {
     if (this.finished) return;
-    this.rt.stopped = true;
-    this.rt.results.final = result;
+    this.rt.endStopped(result);
     this.rt.trace?.instant("stopped by a task");
     this.halt();
     this.resolve();

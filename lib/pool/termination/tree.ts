@@ -1,6 +1,6 @@
 import type { DistributedHost } from "../distributed/host.ts";
 import { ROOT, TAG } from "../distributed/protocol.ts";
-import type { WireResult } from "../results.ts";
+import { type WireResult, withResult } from "../results.ts";
 import type { Detector } from "./detector.ts";
 
 /**
@@ -62,7 +62,7 @@ export class Tree implements Detector {
 
   private ack(dest: number, last: number, result?: WireResult): void {
     this.host.rt.count("acksSent");
-    this.host.rt.send(dest, TAG.ack, result ? { n: 1, m: last, r: result } : { n: 1, m: last });
+    this.host.rt.send(dest, TAG.ack, withResult({ n: 1, m: last }, result));
   }
 
   private leave(): void {
