@@ -273,13 +273,11 @@ export class CentralWorker<T> implements Engine<T> {
       this.wakeUp();
     } else if (tag === TAG.release) {
       this.rt.count("releasesAsked");
-      if (this.parked) {
-        // Idle: nothing to give; say so at once, so the coordinator may ask again later.
-        this.sendStatus(false);
-      } else {
-        this.owed = true;
-        this.release();
-      }
+      // A standing request: answered with tasks as soon as some are queued here, or with nothing when this
+      // worker next goes idle (not at once while it is parked: the coordinator, told "nothing", would ask again
+      // at once, for as long as a grant to this worker is on its way).
+      this.owed = true;
+      if (!this.parked) this.release();
     } else if (tag === TAG.done) {
       this.finished = true;
       this.rt.results.final = body.r as WireResult;

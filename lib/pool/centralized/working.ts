@@ -3,7 +3,6 @@ import type { Engine, PendingPut } from "../runtime.ts";
 import { PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { Coordinator } from "./coordinator.ts";
-import { TAG } from "./protocol.ts";
 import { CentralWorker } from "./worker.ts";
 
 /**
@@ -45,9 +44,9 @@ export class WorkingCoordinator<T> implements Engine<T> {
   }
 
   onMessage(source: number, tag: number, body: Record<string, unknown>): void {
-    // Only workers send here: statuses and failures, all for the coordinator. (Grants and releases for this
-    // rank's own worker come through the loopback.)
-    if (tag === TAG.status || tag === TAG.fail) this.coordinator.onMessage(source, tag, body);
+    // Only workers send here (statuses, stops, failures), and all of it is the coordinator's: what this rank's
+    // own worker gets (grants, releases, done) comes through the loopback.
+    this.coordinator.onMessage(source, tag, body);
   }
 
   put(task: T, priority: number): void {
