@@ -7,14 +7,13 @@
 import { rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { TS_LOADER } from "../launcher/loader.ts";
+import { DISTRIBUTED_COMBINATIONS, TERMINATIONS } from "../lib/internal.ts";
 import { fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/pool-ranks.ts", import.meta.url).pathname;
 const PISCINA = new URL("./programs/piscina-bench.ts", import.meta.url).pathname;
 const DISTRIBUTED = new URL("./programs/distributed-ranks.ts", import.meta.url).pathname;
-const COMBOS = ["receiver", "sender"].flatMap((i) =>
-  ["round-robin", "random", "ring"].flatMap((p) => ["token-ring", "tree"].map((t) => `${i}/${p}/${t}`)),
-);
+const COMBOS = DISTRIBUTED_COMBINATIONS.map((c) => `${c.initiation}/${c.partner}/${c.termination}`);
 
 interface DistributedRow {
   combo: string;
@@ -207,7 +206,7 @@ export const suite: Suite = {
     const latency: string[][] = [
       ["termination latency, 16 ranks, 2000 no-op tasks, 15 runs", "median ms", "target", ""],
     ];
-    for (const termination of ["token-ring", "tree"]) {
+    for (const termination of TERMINATIONS) {
       const r = await launch<{ medianMs: number }>(16, ["latency", "15", termination], 300_000, DISTRIBUTED);
       latency.push([termination, r.medianMs.toFixed(2), "<= 5", verdict(r.medianMs <= 5)]);
     }

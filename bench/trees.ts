@@ -9,7 +9,7 @@
  * 2. T1 with two workers: distributed -n 2, centralized with coordinatorWorks -n 2, centralized -n 3 (a
  *    coordinator and two workers), the seed slides' protocol (keep=0) -n 3 as a contrast; T3 (binomial)
  *    distributed -n 2. Efficiency = sequential / (workers x parallel).
- * 3. The 12 distributed combinations on T1 at 2 and 4 ranks: efficiency per core, tasks moved, transfers,
+ * 3. Every distributed combination (12 today) on T1 at 2 and 4 ranks: efficiency per core, tasks moved, transfers,
  *    requests, termination latency.
  * 4. 16 and 64 ranks with emulated node work (timed waits, so 64 ranks on 2 cores measure scheduling, not CPU
  *    contention): makespan / max(total wait / workers, longest root-to-leaf chain of waits).
@@ -22,12 +22,13 @@
 import { availableParallelism, loadavg } from "node:os";
 import type { PoolStats } from "workpool";
 import { SAMPLE_TREES, sampleTree } from "../apps/uts/samples.ts";
+import { DISTRIBUTED_COMBINATIONS } from "../lib/internal.ts";
 import { BenchUsageError, fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/trees-ranks.ts", import.meta.url).pathname;
 /** Solves per launch for the timed rows: the first is cold, the fastest (warm) is the figure. */
 const REPEAT = 3;
-/** Solves per launch for the 12 combinations (cold, then one warm). */
+/** Solves per launch for every distributed combination (cold, then one warm). */
 const COMBO_REPEAT = 2;
 const TIMEOUT_MS = 600_000;
 /** The seed slides' protocol (keep=0) may be very slow: its cap, after which it runs on SMALL_TREE. */
@@ -35,10 +36,8 @@ const KEEP0_TIMEOUT_MS = 120_000;
 const SMALL_TREE = "T1XS";
 /** Per-task cost: a binary tree of this depth has 2^(depth+1) - 1 = 2,097,151 tasks. */
 const OVERHEAD_DEPTH = 20;
-const COMBOS = ["receiver", "sender"].flatMap((i) =>
-  ["round-robin", "random", "ring"].flatMap((p) =>
-    ["token-ring", "tree"].map((t) => `distributed,initiation=${i},partner=${p},termination=${t}`),
-  ),
+const COMBOS = DISTRIBUTED_COMBINATIONS.map(
+  (c) => `distributed,initiation=${c.initiation},partner=${c.partner},termination=${c.termination}`,
 );
 const EMULATED_SPECS = [
   "centralized",
@@ -207,7 +206,7 @@ const ratio = (x: number) => (Number.isFinite(x) ? x.toFixed(3) : "-");
 
 export const suite: Suite = {
   name: "trees",
-  description: "UTS trees (T1, T3) on every pool vs the plain stack loop; 12 distributed combinations; 64 ranks",
+  description: "UTS trees (T1, T3) on every pool vs the plain stack loop; every distributed combination; 64 ranks",
   options: OPTIONS,
   check: (args) => void parseOptions(args),
   async run(args) {
@@ -412,7 +411,7 @@ export const suite: Suite = {
     );
     process.stdout.write(`${formatTable(rows2)}\n\n`);
 
-    // 3. The 12 distributed combinations at 2 and 4 ranks.
+    // 3. Every distributed combination at 2 and 4 ranks.
     const combos: [spec: string, np: number, m: Measured | undefined][] = [];
     for (const np of [2, 4]) {
       for (const spec of COMBOS) combos.push([spec, np, await attempt(np, spec, main, COMBO_REPEAT)]);

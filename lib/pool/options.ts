@@ -1,29 +1,30 @@
 import { ConfigError, describe } from "../errors.ts";
-import { INITIATION_STRATEGIES } from "./balance/registry.ts";
-import { PARTNER_POLICIES } from "./partner/registry.ts";
+import {
+  DEFAULT_CHUNK,
+  DEFAULT_COORDINATOR,
+  DEFAULT_COORDINATOR_WORKS,
+  DEFAULT_HIGH_WATER,
+  DEFAULT_INITIATION,
+  DEFAULT_KEEP,
+  DEFAULT_LOW_WATER,
+  DEFAULT_MODE,
+  DEFAULT_ORDER,
+  DEFAULT_PARTNER,
+  DEFAULT_SEED,
+  DEFAULT_TERMINATION,
+  INITIATIONS,
+  type Initiation,
+  MODES,
+  ORDERS,
+  PARTNERS,
+  type PartnerPolicy,
+  type PoolMode,
+  TERMINATIONS,
+  type TerminationDetector,
+} from "./config.ts";
 import type { TaskOrder } from "./queue.ts";
-import { TERMINATION_DETECTORS } from "./termination/registry.ts";
 
-export type PoolMode = "centralized" | "distributed";
-/** Names come from the strategy registries, so a new strategy is one file plus one registry line. */
-export type Initiation = keyof typeof INITIATION_STRATEGIES;
-export type PartnerPolicy = keyof typeof PARTNER_POLICIES;
-export type TerminationDetector = keyof typeof TERMINATION_DETECTORS;
-
-export const DEFAULT_MODE: PoolMode = "centralized";
-export const DEFAULT_COORDINATOR = 0;
-export const DEFAULT_INITIATION: Initiation = "receiver";
-export const DEFAULT_PARTNER: PartnerPolicy = "random";
-export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";
-export const DEFAULT_ORDER: TaskOrder = "lifo";
-/** Centralized: most tasks a worker keeps of those its handlers put (the rest go to the coordinator). */
-export const DEFAULT_KEEP = 65_536;
-
-export const MODES: readonly PoolMode[] = ["centralized", "distributed"];
-export const ORDERS: readonly TaskOrder[] = ["lifo", "fifo"];
-export const INITIATIONS = Object.keys(INITIATION_STRATEGIES) as readonly Initiation[];
-export const PARTNERS = Object.keys(PARTNER_POLICIES) as readonly PartnerPolicy[];
-export const TERMINATIONS = Object.keys(TERMINATION_DETECTORS) as readonly TerminationDetector[];
+export type { Initiation, PartnerPolicy, PoolMode, TerminationDetector } from "./config.ts";
 
 /** Options of a pool, from code (`world.pool(options)`) or from `workpool launch --pool SPEC`. */
 export interface PoolOptions {
@@ -65,8 +66,6 @@ export interface PoolOptions {
   readonly highWater?: number;
   /** Seed for random partner choice (each rank adds its rank). @default 1 */
   readonly seed?: number;
-  /** Test only: delay every pool message by a random 0..chaos ms. @default 0 */
-  readonly chaos?: number;
 }
 
 export type PoolConfig = Required<PoolOptions>;
@@ -84,10 +83,9 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   lowWater: "distributed",
   highWater: "distributed",
   seed: "both",
-  chaos: "both",
 };
 
-const NUMERIC = new Set<keyof PoolOptions>(["coordinator", "chunk", "keep", "lowWater", "highWater", "seed", "chaos"]);
+const NUMERIC = new Set<keyof PoolOptions>(["coordinator", "chunk", "keep", "lowWater", "highWater", "seed"]);
 
 function oneOf<T extends string>(key: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== "string" || !allowed.includes(value as T)) {
@@ -169,16 +167,15 @@ export function resolvePoolConfig(
     mode,
     order: oneOf("order", merged.order ?? DEFAULT_ORDER, ORDERS),
     coordinator: nonNegativeInt("coordinator", merged.coordinator ?? DEFAULT_COORDINATOR),
-    chunk: nonNegativeInt("chunk", merged.chunk ?? 0),
-    coordinatorWorks: bool("coordinatorWorks", merged.coordinatorWorks ?? false),
+    chunk: nonNegativeInt("chunk", merged.chunk ?? DEFAULT_CHUNK),
+    coordinatorWorks: bool("coordinatorWorks", merged.coordinatorWorks ?? DEFAULT_COORDINATOR_WORKS),
     keep: nonNegativeInt("keep", merged.keep ?? DEFAULT_KEEP),
     initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
     partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),
     termination: oneOf("termination", merged.termination ?? DEFAULT_TERMINATION, TERMINATIONS),
-    lowWater: nonNegativeInt("lowWater", merged.lowWater ?? 2),
-    highWater: nonNegativeInt("highWater", merged.highWater ?? 16),
-    seed: nonNegativeInt("seed", merged.seed ?? 1),
-    chaos: nonNegativeInt("chaos", merged.chaos ?? 0),
+    lowWater: nonNegativeInt("lowWater", merged.lowWater ?? DEFAULT_LOW_WATER),
+    highWater: nonNegativeInt("highWater", merged.highWater ?? DEFAULT_HIGH_WATER),
+    seed: nonNegativeInt("seed", merged.seed ?? DEFAULT_SEED),
   };
   if (config.coordinator >= size) {
     throw new ConfigError(`pool option \`coordinator\` must be a rank in 0..${size - 1}; got ${config.coordinator}`);

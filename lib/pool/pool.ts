@@ -5,7 +5,7 @@ import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
 import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
-import { type Engine, type PendingPut, PoolRuntime } from "./runtime.ts";
+import { type Engine, type PendingPut, PoolRuntime, worldLink } from "./runtime.ts";
 import { TraceRecorder } from "./trace.ts";
 import {
   emptyStats,
@@ -138,7 +138,7 @@ export class Pool<T = unknown> {
         )
       : undefined;
     trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
-    const rt = new PoolRuntime(this.world, this.context, this.config, this.epoch, stats, results, trace);
+    const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);
     const initial = this.pending;
     this.pending = [];
     this.putsBeforeRun = 0;

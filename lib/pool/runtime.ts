@@ -4,16 +4,47 @@ import type { Results, WireResult } from "./results.ts";
 import type { TraceRecorder } from "./trace.ts";
 import type { PoolStats } from "./types.ts";
 
+/** How a pool's messages leave this rank: over the world (`worldLink`), or a simulation's scheduler. */
+export interface PoolLink {
+  readonly rank: number;
+  readonly size: number;
+  /** Encodes and sends one message of the pool's context; returns the bytes sent. */
+  send(dest: number, tag: number, body: Record<string, unknown>): number;
+}
+
 /**
- * What a pool engine needs from its pool: the world, the pool's private message context, the resolved
- * configuration, this run's epoch (every message carries it, so a second `run` never reads the first's
- * traffic), and a counted `send`. With the test-only `chaos` option, every send is delayed by a random time,
- * so messages overtake each other; the engines are built not to depend on message order.
+ * Test seams, not an API (tests reach them through lib/internal.ts). `chaosMs` > 0 delays every pool message
+ * sent over a world by a random 0..chaosMs ms, so that messages overtake each other between real ranks. The
+ * replayable way to test message orders is the in-process simulation (test/pool/simulation.test.ts).
+ */
+export const testSeams = { chaosMs: 0 };
+
+/** The link of a pool over a world: messages in the pool's private context. */
+export function worldLink(world: World, context: number): PoolLink {
+  return {
+    rank: world.rank,
+    size: world.size,
+    send(dest, tag, body) {
+      const bytes = world.encode(context, tag, body);
+      const chaos = testSeams.chaosMs;
+      if (chaos > 0) setTimeout(() => world.postEncoded(dest, bytes), Math.random() * chaos);
+      else world.postEncoded(dest, bytes);
+      return bytes.length;
+    },
+  };
+}
+
+/**
+ * What a pool engine needs from its pool: the link its messages leave by, the resolved configuration, this
+ * run's epoch (every message carries it, so a second `run` never reads the first's traffic), and a counted
+ * `send`. The engines are built not to depend on message order.
  */
 export class PoolRuntime {
+  readonly rank: number;
+  readonly size: number;
+
   constructor(
-    readonly world: World,
-    readonly context: number,
+    readonly link: PoolLink,
     readonly config: PoolConfig,
     readonly epoch: number,
     readonly stats: PoolStats,
@@ -21,24 +52,15 @@ export class PoolRuntime {
     readonly results: Results,
     /** Set when the launcher asked for `--trace`. */
     readonly trace?: TraceRecorder,
-  ) {}
-
-  get rank(): number {
-    return this.world.rank;
-  }
-
-  get size(): number {
-    return this.world.size;
+  ) {
+    this.rank = link.rank;
+    this.size = link.size;
   }
 
   send(dest: number, tag: number, body: Record<string, unknown>): void {
     body.e = this.epoch;
-    const bytes = this.world.encode(this.context, tag, body);
     this.stats.messagesSent++;
-    this.stats.bytesSent += bytes.length;
-    const chaos = this.config.chaos;
-    if (chaos > 0) setTimeout(() => this.world.postEncoded(dest, bytes), Math.random() * chaos);
-    else this.world.postEncoded(dest, bytes);
+    this.stats.bytesSent += this.link.send(dest, tag, body);
   }
 
   /**

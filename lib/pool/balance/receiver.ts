@@ -1,7 +1,5 @@
-import type { DistributedHost } from "../distributed/host.ts";
-import { MAX_BATCH, TAG } from "../distributed/protocol.ts";
-import type { Partner } from "../partner/partner.ts";
-import { Backoff, type Balancer } from "./balancer.ts";
+import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import { Backoff } from "./backoff.ts";
 
 /** Refusals in a row before an asker starts backing off (fewer if it has fewer partners). */
 const QUICK_TRIES = 2;
@@ -13,6 +11,20 @@ export function share(movable: number, askerLoad: number): number {
   // One queued task still goes to an empty asker: this rank is busy with its running task anyway.
   return askerLoad === 0 && movable >= 1 ? 1 : 0;
 }
+
+/**
+ * Messages:
+ * REQUEST   asker -> partner     { l: asker's queued tasks }    answered by exactly one TRANSFER or REFUSE
+ * TRANSFER  giver -> asker       task message: about half the giver's movable tasks
+ * REFUSE    partner -> asker     {}                             the asker is noted as hungry here
+ * NOTIFY    partner -> asker     {}                             "I have work now": sent to hungry askers
+ */
+export const receiver: InitiationStrategy = {
+  summary: "an idle or low rank asks a partner for work; the partner gives about half its movable tasks",
+  messages: ["request", "refuse", "notify"],
+  taskMessages: ["transfer"],
+  create: (host, partner) => new ReceiverInitiated(host, partner),
+};
 
 /**
  * Receiver-initiated balancing (work stealing): a rank whose queue falls below `lowWater` asks one partner
@@ -56,7 +68,7 @@ export class ReceiverInitiated implements Balancer {
     this.quickTries = Math.min(QUICK_TRIES, partner.span);
     this.isHungry = new Uint8Array(host.rt.size);
     this.refusedBy = new Uint8Array(host.rt.size);
-    this.backoff = new Backoff(() => this.check());
+    this.backoff = new Backoff(host, () => this.check());
   }
 
   /** With hungry askers waiting, the engine calls `check` as soon as there is work to spare. */
@@ -76,7 +88,7 @@ export class ReceiverInitiated implements Balancer {
     if (dest < 0) return; // every partner refused: wait for a NOTIFY
     this.asking = true;
     this.host.rt.count("requestsSent");
-    this.host.rt.send(dest, TAG.request, { l: load });
+    this.host.send(dest, "request", { l: load });
   }
 
   /** The policy's next partner that has not refused this rank since it last notified, or -1 if none. */
@@ -91,23 +103,23 @@ export class ReceiverInitiated implements Balancer {
     return -1;
   }
 
-  onMessage(source: number, tag: number, body: Record<string, unknown>): void {
+  onMessage(source: number, kind: string, body: Record<string, unknown>): void {
     const rt = this.host.rt;
-    if (tag === TAG.request) {
+    if (kind === "request") {
       rt.count("requestsReceived");
       const n = share(this.host.movable, body.l as number);
       if (n > 0) {
-        this.host.sendMovable(source, TAG.transfer, n);
+        this.host.sendMovable(source, "transfer", n);
         rt.count("requestsAnswered");
       } else {
-        rt.send(source, TAG.refuse, {});
+        this.host.send(source, "refuse", {});
         rt.count("requestsRefused");
         if (this.isHungry[source] === 0) {
           this.isHungry[source] = 1;
           this.hungry.push(source);
         }
       }
-    } else if (tag === TAG.refuse) {
+    } else if (kind === "refuse") {
       this.asking = false;
       rt.count("refusalsReceived");
       if (this.refusedBy[source] === 0) {
@@ -120,7 +132,7 @@ export class ReceiverInitiated implements Balancer {
       } else {
         this.check();
       }
-    } else if (tag === TAG.notify) {
+    } else if (kind === "notify") {
       rt.count("notifiesReceived");
       if (this.refusedBy[source] === 1) {
         this.refusedBy[source] = 0;
@@ -135,8 +147,8 @@ export class ReceiverInitiated implements Balancer {
     }
   }
 
-  received(_source: number, tag: number): void {
-    if (tag === TAG.transfer) {
+  received(_source: number, kind: string): void {
+    if (kind === "transfer") {
       this.asking = false;
       this.refusals = 0;
       this.backoff.reset();
@@ -152,7 +164,7 @@ export class ReceiverInitiated implements Balancer {
     for (const dest of this.hungry.splice(0, n)) {
       this.isHungry[dest] = 0;
       rt.count("notifiesSent");
-      rt.send(dest, TAG.notify, {});
+      this.host.send(dest, "notify", {});
     }
   }
 

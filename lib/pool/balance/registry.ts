@@ -1,9 +1,7 @@
-import type { BalancerFactory } from "./balancer.ts";
-import { ReceiverInitiated } from "./receiver.ts";
-import { SenderInitiated } from "./sender.ts";
+import type { Initiation } from "../config.ts";
+import type { InitiationStrategy } from "../strategy.ts";
+import { receiver } from "./receiver.ts";
+import { sender } from "./sender.ts";
 
-/** Initiation strategies by the name the `initiation` option uses. */
-export const INITIATION_STRATEGIES = {
-  receiver: (host, partner) => new ReceiverInitiated(host, partner),
-  sender: (host, partner) => new SenderInitiated(host, partner),
-} as const satisfies Record<string, BalancerFactory>;
+/** Initiation strategies by the name the `initiation` option uses (config.ts lists the names). */
+export const INITIATION_STRATEGIES: { readonly [K in Initiation]: InitiationStrategy } = { receiver, sender };

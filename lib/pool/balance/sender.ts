@@ -1,7 +1,17 @@
-import type { DistributedHost } from "../distributed/host.ts";
-import { MAX_BATCH, TAG } from "../distributed/protocol.ts";
-import type { Partner } from "../partner/partner.ts";
-import { Backoff, type Balancer } from "./balancer.ts";
+import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import { Backoff } from "./backoff.ts";
+
+/**
+ * Messages:
+ * PUSH      sender -> partner    task message: half the sender's movable tasks
+ * PUSH_ACK  partner -> sender    { l: partner's queued tasks before the push }
+ */
+export const sender: InitiationStrategy = {
+  summary: "a rank above highWater pushes half its movable tasks to a partner; idle ranks wait",
+  messages: ["pushAck"],
+  taskMessages: ["push"],
+  create: (host, partner) => new SenderInitiated(host, partner),
+};
 
 /**
  * Sender-initiated balancing: a rank whose queue holds more than `highWater` tasks pushes half of its
@@ -22,22 +32,22 @@ export class SenderInitiated implements Balancer {
     private readonly partner: Partner,
   ) {
     this.high = host.rt.config.highWater;
-    this.backoff = new Backoff(() => this.check());
+    this.backoff = new Backoff(host, () => this.check());
   }
 
   check(): void {
     if (this.pushing || this.stopped || this.backoff.waiting) return;
     const movable = this.host.movable;
     if (movable <= this.high) return;
-    const moved = this.host.sendMovable(this.partner.next(), TAG.push, Math.max(1, Math.min(movable >> 1, MAX_BATCH)));
+    const moved = this.host.sendMovable(this.partner.next(), "push", Math.max(1, Math.min(movable >> 1, MAX_BATCH)));
     if (moved > 0) {
       this.pushing = true;
       this.host.rt.count("pushesSent");
     }
   }
 
-  onMessage(_source: number, tag: number, body: Record<string, unknown>): void {
-    if (tag !== TAG.pushAck) return;
+  onMessage(_source: number, kind: string, body: Record<string, unknown>): void {
+    if (kind !== "pushAck") return;
     this.pushing = false;
     if ((body.l as number) > this.high) {
       this.host.rt.count("backoffs");
@@ -48,10 +58,10 @@ export class SenderInitiated implements Balancer {
     }
   }
 
-  received(source: number, tag: number, _count: number, loadBefore: number): void {
-    if (tag !== TAG.push) return;
+  received(source: number, kind: string, _count: number, loadBefore: number): void {
+    if (kind !== "push") return;
     this.host.rt.count("pushesReceived");
-    this.host.rt.send(source, TAG.pushAck, { l: loadBefore });
+    this.host.send(source, "pushAck", { l: loadBefore });
   }
 
   stop(): void {

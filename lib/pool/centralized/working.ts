@@ -78,7 +78,7 @@ class Loopback extends PoolRuntime {
     private readonly base: PoolRuntime,
     private readonly local: (tag: number, body: Record<string, unknown>) => void,
   ) {
-    super(base.world, base.context, base.config, base.epoch, base.stats, base.results, base.trace);
+    super(base.link, base.config, base.epoch, base.stats, base.results, base.trace);
   }
 
   override send(dest: number, tag: number, body: Record<string, unknown>): void {

@@ -1,4 +1,3 @@
-import type { Balancer } from "../balance/balancer.ts";
 import { INITIATION_STRATEGIES } from "../balance/registry.ts";
 import { Executor } from "../executor.ts";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
@@ -6,19 +5,31 @@ import { PARTNER_POLICIES } from "../partner/registry.ts";
 import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
-import type { Detector } from "../termination/detector.ts";
+import type { Balancer, Cancel, Detector, DistributedHost } from "../strategy.ts";
 import { TERMINATION_DETECTORS } from "../termination/registry.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
-import type { DistributedHost } from "./host.ts";
-import { ROOT, TAG } from "./protocol.ts";
+import { type EngineMessage, type Protocol, protocolFor, ROOT } from "./protocol.ts";
 
 /** Pinned tasks for one rank are sent once this many wait, else at the end of the slice or when idle. */
 const FLUSH_TASKS = 512;
 
-/** Names of the task messages, for traces. */
-const KIND: Record<number, string> = { [TAG.transfer]: "transfer", [TAG.push]: "push", [TAG.pinned]: "pinned" };
-
 const epochNow = (): number => performance.timeOrigin + performance.now();
+
+/** Where the engine gets its timers: the event loop's, or a simulation's (test/pool/simulation.test.ts). */
+export interface Timers {
+  /** Calls `fn` after `ms` milliseconds, unless cancelled. */
+  after(ms: number, fn: () => void): Cancel;
+  /** Calls `fn` after the current event-loop turn (setImmediate). */
+  soon(fn: () => void): void;
+}
+
+export const EVENT_LOOP_TIMERS: Timers = {
+  after(ms, fn) {
+    const t = setTimeout(fn, ms);
+    return () => clearTimeout(t);
+  },
+  soon: (fn) => setImmediate(fn),
+};
 
 /**
  * One rank of a distributed pool. The rank keeps its own queues, runs its tasks, and talks to the others
@@ -33,9 +44,15 @@ const epochNow = (): number => performance.timeOrigin + performance.now();
  * stays available to others), runs it, and asks the balancer to act when the queue is below its low or above
  * its high mark. When both queues are empty and the outbox is flushed, the rank is passive: it tells the
  * detector and parks until a task message (or a put) wakes it. The root's detector ends the run with DONE.
+ *
+ * The loop is a thin async driver over synchronous steps (`next`, `execute`, `afterTask`, `settle`, `park`),
+ * which the in-process simulation drives in orders of its own choosing.
  */
 export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   readonly done: Promise<void>;
+  readonly root = ROOT;
+  /** Set by whoever waits for a parked rank to have work again (the loop, or the simulation). */
+  wakeup: (() => void) | undefined;
   private resolve!: () => void;
   private reject!: (e: Error) => void;
   private readonly movableQueue: TaskQueue<T>;
@@ -43,6 +60,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private readonly exec: Executor<T>;
   private readonly balancer: Balancer;
   private readonly detector: Detector;
+  private readonly protocol: Protocol;
+  private readonly pinnedTag: number;
   private readonly outTasks: T[][] = [];
   private readonly outPrios: number[][] = [];
   private readonly outDests: number[] = [];
@@ -51,13 +70,13 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private stopping = false;
   private parked = false;
   private flushScheduled = false;
-  private wake: (() => void) | undefined;
 
   constructor(
     readonly rt: PoolRuntime,
     handler: TaskHandler<T>,
     ctx: TaskContext<T>,
     initial: readonly PendingPut<T>[],
+    private readonly timers: Timers = EVENT_LOOP_TIMERS,
   ) {
     this.done = new Promise<void>((resolve, reject) => {
       this.resolve = resolve;
@@ -67,9 +86,13 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     const { config } = rt;
     this.movableQueue = new TaskQueue<T>(config.order);
     this.pinnedQueue = new TaskQueue<T>(config.order);
-    const partner = PARTNER_POLICIES[config.partner](rt.rank, rt.size, config.seed);
-    this.balancer = INITIATION_STRATEGIES[config.initiation](this, partner);
-    this.detector = TERMINATION_DETECTORS[config.termination](this);
+    const initiation = INITIATION_STRATEGIES[config.initiation];
+    const detection = TERMINATION_DETECTORS[config.termination];
+    this.protocol = protocolFor(initiation, detection);
+    this.pinnedTag = this.tagOf("pinned");
+    const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed);
+    this.balancer = initiation.create(this, partner);
+    this.detector = detection.create(this);
     for (let r = 0; r < rt.size; r++) {
       this.outTasks.push([]);
       this.outPrios.push([]);
@@ -96,23 +119,31 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     return Math.max(s.lastTaskAt, s.startedAt);
   }
 
-  sendMovable(dest: number, tag: number, n: number): number {
+  send(dest: number, kind: string, body: Record<string, unknown>): void {
+    this.rt.send(dest, this.tagOf(kind), body);
+  }
+
+  sendMovable(dest: number, kind: string, n: number): number {
     const tasks: T[] = [];
     const prios: number[] = [];
     this.movableQueue.give(n, tasks, prios);
     if (tasks.length === 0) return 0;
-    this.sendTasks(dest, tag, tasks, prios);
+    this.sendTasks(dest, this.tagOf(kind), tasks, prios);
     this.rt.count("tasksMovedOut", tasks.length);
     return tasks.length;
+  }
+
+  after(ms: number, fn: () => void): Cancel {
+    return this.timers.after(ms, fn);
   }
 
   terminate(lastActivityAt: number): void {
     if (this.finished) return;
     this.rt.trace?.instant("termination detected");
-    // Every rank's partial result has reached this one along the detector's messages (detector.ts).
+    // Every rank's partial result has reached this one along the detector's messages (strategy.ts).
     const result = this.rt.results.take();
     for (let r = 0; r < this.rt.size; r++) {
-      if (r !== this.rt.rank) this.rt.send(r, TAG.done, withResult({ m: lastActivityAt }, result));
+      if (r !== this.rt.rank) this.sendEngine(r, "done", withResult({ m: lastActivityAt }, result));
     }
     this.finish(lastActivityAt, result);
   }
@@ -135,39 +166,43 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   onMessage(source: number, tag: number, body: Record<string, unknown>): void {
     if (this.finished) return;
+    const route = this.protocol.kinds[tag];
+    if (route === undefined || tag === 0) return;
     try {
-      switch (tag) {
-        case TAG.transfer:
-        case TAG.push:
-        case TAG.pinned:
-          this.receiveTasks(source, tag, body);
+      switch (route.owner) {
+        case "tasks":
+          this.receiveTasks(source, tag, route.kind, body);
           break;
-        case TAG.request:
-        case TAG.refuse:
-        case TAG.notify:
-        case TAG.pushAck:
-          this.balancer.onMessage(source, tag, body);
+        case "balancer":
+          this.balancer.onMessage(source, route.kind, body);
           break;
-        case TAG.token:
-        case TAG.ack:
-          this.detector.onMessage(source, tag, body);
+        case "detector":
+          this.detector.onMessage(source, route.kind, body);
           break;
-        case TAG.done:
-          this.finish(body.m as number, body.r as WireResult);
-          break;
-        case TAG.fail:
-          this.halt();
-          this.reject(failFromMessage(body as unknown as FailBody));
-          break;
-        case TAG.stop:
-          this.stop(body.r as WireResult);
-          break;
-        case TAG.stopped:
-          this.stopped(body.r as WireResult);
+        case "engine":
+          this.onEngineMessage(route.kind as EngineMessage, body);
           break;
       }
     } catch (e) {
       this.fail(e as Error);
+    }
+  }
+
+  private onEngineMessage(kind: EngineMessage, body: Record<string, unknown>): void {
+    switch (kind) {
+      case "done":
+        this.finish(body.m as number, body.r as WireResult);
+        break;
+      case "fail":
+        this.halt();
+        this.reject(failFromMessage(body as unknown as FailBody));
+        break;
+      case "stop":
+        this.stop(body.r as WireResult);
+        break;
+      case "stopped":
+        this.stopped(body.r as WireResult);
+        break;
     }
   }
 
@@ -177,11 +212,11 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     const { rt } = this;
     if (rt.rank !== ROOT) {
       // This rank runs nothing more; it takes part in no termination round either: the root's answer ends it.
-      if (!this.stopping) rt.send(ROOT, TAG.stop, withResult({}, result));
+      if (!this.stopping) this.sendEngine(ROOT, "stop", withResult({}, result));
       this.stopping = true;
       return;
     }
-    for (let r = 0; r < rt.size; r++) if (r !== rt.rank) rt.send(r, TAG.stopped, withResult({}, result));
+    for (let r = 0; r < rt.size; r++) if (r !== rt.rank) this.sendEngine(r, "stopped", withResult({}, result));
     this.stopped(result);
   }
 
@@ -198,11 +233,74 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.halt();
     const others: number[] = [];
     for (let r = 0; r < this.rt.size; r++) if (r !== this.rt.rank) others.push(r);
-    sendFail(this.rt, others, TAG.fail, failureBody(this.rt.rank, error));
+    sendFail(this.rt, others, this.tagOf("fail"), failureBody(this.rt.rank, error));
     this.reject(error);
   }
 
+  // ---- the steps the loop (or a simulation) drives ----
+
+  /** True once this rank runs no more tasks: the run ended here, or a task here stopped it. */
+  get over(): boolean {
+    return this.finished || this.stopping;
+  }
+
+  /** The next task to run: the higher-priority head of the pinned and movable queues (pinned on a tie). */
+  next(): T | undefined {
+    const pinned = this.pinnedQueue;
+    const movable = this.movableQueue;
+    if (pinned.size === 0) return movable.pop();
+    if (movable.size === 0) return pinned.pop();
+    return (pinned.peekPriority() as number) >= (movable.peekPriority() as number) ? pinned.pop() : movable.pop();
+  }
+
+  /** Runs one task; a promise when its handler is async (see Executor). */
+  execute(task: T): Promise<void> | undefined {
+    return this.exec.execute(task);
+  }
+
+  /** After a task (and when the loop resumes): the balancer acts if the queue is out of its band. */
+  afterTask(): void {
+    const load = this.movableQueue.size + this.pinnedQueue.size;
+    const balancer = this.balancer;
+    if (load < balancer.low || load > balancer.high) balancer.check();
+  }
+
+  /** Sends the pinned tasks waiting for other ranks (end of a slice). */
+  flush(): void {
+    const dests = this.outDests;
+    if (dests.length === 0) return;
+    for (let i = 0; i < dests.length; i++) this.flushTo(dests[i] as number);
+    dests.length = 0;
+  }
+
+  /** The queues ran dry: flushes, lets the balancer act; true if there is work again. */
+  settle(): boolean {
+    this.flush();
+    this.balancer.check();
+    return this.load > 0;
+  }
+
+  /**
+   * Makes the rank passive and tells the detector. True if it is still parked afterwards (then set `wakeup`:
+   * `activate` calls it when work arrives); false if the run ended meanwhile.
+   */
+  park(): boolean {
+    this.parked = true;
+    this.detector.idle();
+    return this.parked && !this.finished;
+  }
+
   // ---- internals ----
+
+  private tagOf(kind: string): number {
+    const tag = this.protocol.tag.get(kind);
+    if (tag === undefined) throw new Error(`internal error: message kind "${kind}" was not declared by a strategy`);
+    return tag;
+  }
+
+  private sendEngine(dest: number, kind: EngineMessage, body: Record<string, unknown>): void {
+    this.rt.send(dest, this.tagOf(kind), body);
+  }
 
   private enqueue(task: T, priority: number, to: number | undefined): void {
     if (to === undefined) this.movableQueue.push(task, priority);
@@ -213,7 +311,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       if (!this.flushScheduled) {
         // Sync handlers flush at the end of their slice; this catches puts made during an await.
         this.flushScheduled = true;
-        setImmediate(this.flushSoon);
+        this.timers.soon(this.flushSoon);
       }
       tasks.push(task);
       (this.outPrios[to] as number[]).push(priority);
@@ -231,19 +329,13 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     }
   };
 
-  private flush(): void {
-    const dests = this.outDests;
-    for (let i = 0; i < dests.length; i++) this.flushTo(dests[i] as number);
-    dests.length = 0;
-  }
-
   private flushTo(dest: number): void {
     const tasks = this.outTasks[dest] as T[];
     if (tasks.length === 0) return;
     const prios = this.outPrios[dest] as number[];
     this.outTasks[dest] = [];
     this.outPrios[dest] = [];
-    this.sendTasks(dest, TAG.pinned, tasks, prios);
+    this.sendTasks(dest, this.pinnedTag, tasks, prios);
     this.rt.count("pinnedSent", tasks.length);
   }
 
@@ -256,69 +348,56 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
         break;
       }
     }
-    if (this.rt.trace) body.f = this.rt.trace.flowOut(`${KIND[tag]} ${tasks.length} to ${dest}`);
+    const trace = this.rt.trace;
+    if (trace) body.f = trace.flowOut(`${this.protocol.kinds[tag]?.kind} ${tasks.length} to ${dest}`);
     this.rt.send(dest, tag, body);
     this.detector.sent(dest);
   }
 
-  private receiveTasks(source: number, tag: number, body: Record<string, unknown>): void {
+  private receiveTasks(source: number, tag: number, kind: string, body: Record<string, unknown>): void {
     const tasks = body.t as T[];
     const prios = body.q as number[] | undefined;
     const loadBefore = this.load;
-    const queue = tag === TAG.pinned ? this.pinnedQueue : this.movableQueue;
+    const pinned = tag === this.pinnedTag;
+    const queue = pinned ? this.pinnedQueue : this.movableQueue;
     for (let i = 0; i < tasks.length; i++) queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
-    this.rt.count(tag === TAG.pinned ? "pinnedReceived" : "tasksMovedIn", tasks.length);
-    if (body.f !== undefined) this.rt.trace?.flowIn(`${KIND[tag]} ${tasks.length} from ${source}`, body.f as string);
+    this.rt.count(pinned ? "pinnedReceived" : "tasksMovedIn", tasks.length);
+    if (body.f !== undefined) this.rt.trace?.flowIn(`${kind} ${tasks.length} from ${source}`, body.f as string);
     this.activate();
     this.detector.received(source, body.s as number);
-    this.balancer.received(source, tag, tasks.length, loadBefore);
+    this.balancer.received(source, kind, tasks.length, loadBefore);
   }
 
   /** Makes a parked rank active (it has work, or tasks to send) and resumes its loop. */
   private activate(): void {
     if (!this.parked) return;
     this.parked = false;
-    const w = this.wake;
-    this.wake = undefined;
+    const w = this.wakeup;
+    this.wakeup = undefined;
     w?.();
-  }
-
-  private next(): T | undefined {
-    const pinned = this.pinnedQueue;
-    const movable = this.movableQueue;
-    if (pinned.size === 0) return movable.pop();
-    if (movable.size === 0) return pinned.pop();
-    return (pinned.peekPriority() as number) >= (movable.peekPriority() as number) ? pinned.pop() : movable.pop();
   }
 
   private async loop(): Promise<void> {
     const exec = this.exec;
-    const balancer = this.balancer;
     exec.resume();
     while (!this.finished) {
-      const load = this.load;
-      if (load < balancer.low || load > balancer.high) balancer.check();
+      this.afterTask();
       for (let task = this.next(); task !== undefined; task = this.next()) {
         const pending = exec.execute(task);
         if (pending) await pending;
-        if (this.finished || this.stopping) return;
-        const load = this.movableQueue.size + this.pinnedQueue.size;
-        if (load < balancer.low || load > balancer.high) balancer.check();
+        if (this.over) return;
+        this.afterTask();
         if (exec.sliceOver()) {
-          if (this.outDests.length > 0) this.flush();
+          this.flush();
           await exec.yield();
-          if (this.finished || this.stopping) return;
+          if (this.over) return;
         }
       }
-      if (this.outDests.length > 0) this.flush();
-      balancer.check();
-      if (this.load > 0) continue;
+      if (this.settle()) continue;
       exec.pause();
-      this.parked = true;
-      this.detector.idle();
-      if (this.finished || !this.parked) continue;
+      if (!this.park()) continue;
       await new Promise<void>((resolve) => {
-        this.wake = resolve;
+        this.wakeup = resolve;
       });
       exec.resume();
     }

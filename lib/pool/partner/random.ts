@@ -1,4 +1,4 @@
-import type { Partner, PartnerFactory } from "./partner.ts";
+import type { Partner, PartnerStrategy } from "../strategy.ts";
 
 /** A small, fast seeded generator (mulberry32) of uniform numbers in [0, 1). */
 export function seededRandom(seed: number): () => number {
@@ -13,13 +13,16 @@ export function seededRandom(seed: number): () => number {
 }
 
 /** Uniform over the other ranks, from a generator seeded with `seed + rank` (runs are repeatable). */
-export const random: PartnerFactory = (rank, size, seed): Partner => {
-  const rnd = seededRandom(seed + rank);
-  return {
-    span: size - 1,
-    next() {
-      const r = Math.floor(rnd() * (size - 1));
-      return r >= rank ? r + 1 : r;
-    },
-  };
+export const random: PartnerStrategy = {
+  summary: "uniform over the other ranks, seeded (seed + rank): runs repeat",
+  create(rank, size, seed): Partner {
+    const rnd = seededRandom(seed + rank);
+    return {
+      span: size - 1,
+      next() {
+        const r = Math.floor(rnd() * (size - 1));
+        return r >= rank ? r + 1 : r;
+      },
+    };
+  },
 };

@@ -1,11 +1,12 @@
-import type { PartnerFactory } from "./partner.ts";
+import type { PartnerPolicy } from "../config.ts";
+import type { PartnerStrategy } from "../strategy.ts";
 import { random } from "./random.ts";
 import { ring } from "./ring.ts";
 import { roundRobin } from "./round-robin.ts";
 
-/** Partner policies by the name the `partner` option uses. A new policy is one file and one line here. */
-export const PARTNER_POLICIES = {
+/** Partner policies by the name the `partner` option uses (config.ts lists the names). */
+export const PARTNER_POLICIES: { readonly [K in PartnerPolicy]: PartnerStrategy } = {
   "round-robin": roundRobin,
   random,
   ring,
-} as const satisfies Record<string, PartnerFactory>;
+};

@@ -1,9 +1,10 @@
-import type { DetectorFactory } from "./detector.ts";
-import { TokenRing } from "./token-ring.ts";
-import { Tree } from "./tree.ts";
+import type { TerminationDetector } from "../config.ts";
+import type { DetectionStrategy } from "../strategy.ts";
+import { tokenRing } from "./token-ring.ts";
+import { tree } from "./tree.ts";
 
-/** Termination detectors by the name the `termination` option uses. */
-export const TERMINATION_DETECTORS = {
-  "token-ring": (host) => new TokenRing(host),
-  tree: (host) => new Tree(host),
-} as const satisfies Record<string, DetectorFactory>;
+/** Termination detectors by the name the `termination` option uses (config.ts lists the names). */
+export const TERMINATION_DETECTORS: { readonly [K in TerminationDetector]: DetectionStrategy } = {
+  "token-ring": tokenRing,
+  tree,
+};

@@ -1,7 +1,16 @@
-import type { DistributedHost } from "../distributed/host.ts";
-import { ROOT, TAG } from "../distributed/protocol.ts";
 import type { WireResult } from "../results.ts";
-import type { Detector } from "./detector.ts";
+import type { DetectionStrategy, Detector, DistributedHost } from "../strategy.ts";
+
+/**
+ * Messages:
+ * TOKEN     r -> r+1 (mod size)  { q: sum of sent-minus-received counts, b: 1 if black, m: latest task end
+ *                                  (epoch ms) seen this round, n: round, r?: partial results }
+ */
+export const tokenRing: DetectionStrategy = {
+  summary: "dual-pass token ring (Safra's counts, a sharper colour rule): one token circulates while ranks idle",
+  messages: ["token"],
+  create: (host) => new TokenRing(host),
+};
 
 interface Token {
   /** Sum of the visited ranks' counts (task messages sent minus received). */
@@ -64,8 +73,8 @@ export class TokenRing implements Detector {
     this.advance();
   }
 
-  onMessage(_source: number, tag: number, body: Record<string, unknown>): void {
-    if (tag !== TAG.token) return;
+  onMessage(_source: number, kind: string, body: Record<string, unknown>): void {
+    if (kind !== "token") return;
     this.token = body as unknown as Token;
     this.advance();
   }
@@ -76,7 +85,7 @@ export class TokenRing implements Detector {
     if (!host.passive) return;
     const { rt } = host;
     const token = this.token;
-    if (rt.rank !== ROOT) {
+    if (rt.rank !== host.root) {
       if (!token) return;
       this.token = undefined;
       const next: Token = {
@@ -93,7 +102,7 @@ export class TokenRing implements Detector {
       this.passed = token.n;
       rt.count("tokensPassed");
       rt.trace?.instant(`token ${token.n} passed`, { q: next.q, black: next.b });
-      rt.send((rt.rank + 1) % rt.size, TAG.token, next as unknown as Record<string, unknown>);
+      host.send((rt.rank + 1) % rt.size, "token", next as unknown as Record<string, unknown>);
       return;
     }
     if (token) {
@@ -113,6 +122,6 @@ export class TokenRing implements Detector {
     rt.count("tokenRounds");
     rt.trace?.instant(`token round ${round} starts`);
     const fresh: Token = { q: 0, b: 0, m: host.lastActivityAt, n: round };
-    rt.send((rt.rank + 1) % rt.size, TAG.token, fresh as unknown as Record<string, unknown>);
+    host.send((rt.rank + 1) % rt.size, "token", fresh as unknown as Record<string, unknown>);
   }
 }

@@ -1,7 +1,16 @@
-import type { DistributedHost } from "../distributed/host.ts";
-import { ROOT, TAG } from "../distributed/protocol.ts";
 import { type WireResult, withResult } from "../results.ts";
-import type { Detector } from "./detector.ts";
+import type { DetectionStrategy, Detector, DistributedHost } from "../strategy.ts";
+
+/**
+ * Messages:
+ * ACK       child -> parent      { n: task messages acknowledged, m: latest task end in the child's subtree
+ *                                  (epoch ms), 0 for an immediate acknowledgement, r?: partial results }
+ */
+export const tree: DetectionStrategy = {
+  summary: "Dijkstra-Scholten: every task message is acknowledged; the root sees the tree of active ranks empty",
+  messages: ["ack"],
+  create: (host) => new Tree(host),
+};
 
 /**
  * Tree-based termination (Dijkstra-Scholten diffusing computation).
@@ -9,7 +18,7 @@ import type { Detector } from "./detector.ts";
  * Every task message is acknowledged. A rank's `deficit` counts its task messages not yet acknowledged. A
  * rank outside the tree that receives a task message joins it: the sender becomes its parent, and that
  * message's acknowledgement is held back. Any other task message is acknowledged at once. A rank leaves the
- * tree, acknowledging its parent, when it is passive and its deficit is zero. The root (rank 0) never leaves;
+ * tree, acknowledging its parent, when it is passive and its deficit is zero. The root never leaves;
  * when it is passive with deficit zero, the tree is empty and the pool has terminated.
  *
  * Start: work may begin on every rank, so every rank starts in the tree as a child of the root, and the root
@@ -26,8 +35,8 @@ export class Tree implements Detector {
   readonly stamp = 0;
 
   constructor(private readonly host: DistributedHost) {
-    const root = host.rt.rank === ROOT;
-    this.parent = root ? -1 : ROOT;
+    const root = host.rt.rank === host.root;
+    this.parent = root ? -1 : host.root;
     this.deficit = root ? host.rt.size - 1 : 0;
   }
 
@@ -49,8 +58,8 @@ export class Tree implements Detector {
     this.leave();
   }
 
-  onMessage(_source: number, tag: number, body: Record<string, unknown>): void {
-    if (tag !== TAG.ack) return;
+  onMessage(_source: number, kind: string, body: Record<string, unknown>): void {
+    if (kind !== "ack") return;
     this.host.rt.count("acksReceived");
     this.deficit -= body.n as number;
     // A child leaving the tree brings its subtree's partial results; they go up when this rank leaves.
@@ -62,7 +71,7 @@ export class Tree implements Detector {
 
   private ack(dest: number, last: number, result?: WireResult): void {
     this.host.rt.count("acksSent");
-    this.host.rt.send(dest, TAG.ack, withResult({ n: 1, m: last }, result));
+    this.host.send(dest, "ack", withResult({ n: 1, m: last }, result));
   }
 
   private leave(): void {

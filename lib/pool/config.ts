@@ -1,0 +1,47 @@
+/**
+ * Every pool default, and the names of the strategies a pool can be configured with. The names are literal
+ * unions that the strategy registries (`balance/registry.ts`, `partner/registry.ts`,
+ * `termination/registry.ts`) must satisfy key for key, so this module imports no strategy, and every list
+ * of strategies elsewhere (help text, `workpool compare`, tests, benchmarks) derives from these arrays.
+ */
+import type { TaskOrder } from "./queue.ts";
+
+export type PoolMode = "centralized" | "distributed";
+export const MODES = ["centralized", "distributed"] as const satisfies readonly PoolMode[];
+export const ORDERS = ["lifo", "fifo"] as const satisfies readonly TaskOrder[];
+
+/** Distributed: who starts a transfer (one file each in `balance/`). */
+export const INITIATIONS = ["receiver", "sender"] as const;
+export type Initiation = (typeof INITIATIONS)[number];
+/** Distributed: whom a rank asks or pushes to (one file each in `partner/`). */
+export const PARTNERS = ["round-robin", "random", "ring"] as const;
+export type PartnerPolicy = (typeof PARTNERS)[number];
+/** Distributed: how the end of a run is detected (one file each in `termination/`). */
+export const TERMINATIONS = ["token-ring", "tree"] as const;
+export type TerminationDetector = (typeof TERMINATIONS)[number];
+
+/** Every distributed configuration: initiation x partner x termination, in registry order. */
+export const DISTRIBUTED_COMBINATIONS: readonly {
+  readonly initiation: Initiation;
+  readonly partner: PartnerPolicy;
+  readonly termination: TerminationDetector;
+}[] = INITIATIONS.flatMap((initiation) =>
+  PARTNERS.flatMap((partner) => TERMINATIONS.map((termination) => ({ initiation, partner, termination }))),
+);
+
+export const DEFAULT_MODE: PoolMode = "centralized";
+export const DEFAULT_ORDER: TaskOrder = "lifo";
+export const DEFAULT_COORDINATOR = 0;
+/** Centralized: most tasks in one grant; 0 = chosen from measured rates. */
+export const DEFAULT_CHUNK = 0;
+export const DEFAULT_COORDINATOR_WORKS = false;
+/** Centralized: most tasks a worker keeps of those its handlers put (the rest go to the coordinator). */
+export const DEFAULT_KEEP = 65_536;
+export const DEFAULT_INITIATION: Initiation = "receiver";
+export const DEFAULT_PARTNER: PartnerPolicy = "random";
+export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";
+/** Distributed, receiver-initiated: ask for work below this many queued tasks. */
+export const DEFAULT_LOW_WATER = 2;
+/** Distributed, sender-initiated: push work above this many queued tasks. */
+export const DEFAULT_HIGH_WATER = 16;
+export const DEFAULT_SEED = 1;

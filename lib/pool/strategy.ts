@@ -1,0 +1,133 @@
+/**
+ * The contract between a distributed pool's engine (`distributed/engine.ts`) and its strategies: balancing
+ * initiations (`balance/`), partner policies (`partner/`) and termination detectors (`termination/`).
+ *
+ * A strategy is one file: it exports a descriptor (a one-line summary for help and docs, the kinds of
+ * message it sends, and a factory) that its folder's registry names. The engine numbers every kind of every
+ * strategy in the run's configuration (the same on every rank, since every rank has the same configuration),
+ * sends by kind, and routes each arriving tag to the strategy that declared it. So a new strategy touches its
+ * own file, one registry line, and its name in `config.ts`; nothing else lists strategies by hand.
+ *
+ * Everything runs on the rank's one thread: a strategy's calls happen between tasks, never during one.
+ * Strategies must not depend on the order in which messages arrive (test/pool/simulation.test.ts runs them
+ * under adversarial, seeded schedules).
+ */
+import type { PoolRuntime } from "./runtime.ts";
+
+/** Most tasks in one task message (TRANSFER, PUSH, ...), so one message stays a reasonable size. */
+export const MAX_BATCH = 4096;
+
+/** Cancels a timer made by `DistributedHost.after`. */
+export type Cancel = () => void;
+
+/** What a strategy sees of the rank's engine. */
+export interface DistributedHost {
+  readonly rt: PoolRuntime;
+  /** The rank that starts token rounds, roots the tree, and announces termination. */
+  readonly root: number;
+  /** Tasks queued on this rank, movable and pinned (not counting the one running). */
+  readonly load: number;
+  /** Tasks queued on this rank that balancing may move elsewhere. */
+  readonly movable: number;
+  /**
+   * True while this rank is passive: no task queued or running, and no task waiting to be sent. Only a task
+   * message can make a passive rank active again (or, outside the model, a put from the app).
+   */
+  readonly passive: boolean;
+  /** When this rank last finished a task, or started the run if it ran none (epoch ms). */
+  readonly lastActivityAt: number;
+  /** Sends a control message of one of the strategy's declared `messages` kinds. */
+  send(dest: number, kind: string, body: Record<string, unknown>): void;
+  /**
+   * Moves up to `n` movable tasks (oldest first) to `dest` as one task message of one of the strategy's
+   * declared `taskMessages` kinds; returns how many it moved.
+   */
+  sendMovable(dest: number, kind: string, n: number): number;
+  /** Calls `fn` after `ms` milliseconds (a timer the simulation controls), unless cancelled. */
+  after(ms: number, fn: () => void): Cancel;
+  /** Root only: the pool has terminated; tells every rank. `lastActivityAt` is the latest on any rank. */
+  terminate(lastActivityAt: number): void;
+}
+
+/** What every strategy descriptor has. */
+export interface StrategyInfo {
+  /** One line for `workpool launch --help`, `workpool compare` and the docs. */
+  readonly summary: string;
+  /** Kinds of control message the strategy sends and receives; each gets a tag of its own. */
+  readonly messages: readonly string[];
+}
+
+// ---- balancing initiation ----
+
+/**
+ * Load balancing: decides when this rank asks for work or gives it away, and answers the balancing messages
+ * of other ranks. The engine calls `check` whenever its queue holds fewer than `low` or more than `high`
+ * tasks (after each task, when it goes idle), so `check` must be cheap when it has nothing to do.
+ */
+export interface Balancer {
+  /** `check` is called while the local queue holds fewer tasks than this (read before every call). */
+  readonly low: number;
+  /** `check` is called while the local queue holds more tasks than this (read before every call). */
+  readonly high: number;
+  /** Looks at the local load and acts: asks for work, or pushes some. */
+  check(): void;
+  /** A control message of one of the strategy's `messages` kinds. */
+  onMessage(source: number, kind: string, body: Record<string, unknown>): void;
+  /**
+   * A task message of `kind` (one of this strategy's `taskMessages`, or the engine's `pinned`) from `source`
+   * brought `count` tasks; `loadBefore` was the queue just before they arrived.
+   */
+  received(source: number, kind: string, count: number, loadBefore: number): void;
+  /** The run is over: cancels timers; later calls do nothing. */
+  stop(): void;
+}
+
+export interface InitiationStrategy extends StrategyInfo {
+  /** Kinds of task message the strategy sends with `sendMovable` (each counted by the detectors). */
+  readonly taskMessages: readonly string[];
+  create(host: DistributedHost, partner: Partner): Balancer;
+}
+
+// ---- partner policy ----
+
+/** Whom a rank asks for work (receiver-initiated) or pushes work to (sender-initiated). */
+export interface Partner {
+  /** The next rank to contact; never this rank. */
+  next(): number;
+  /**
+   * How many distinct ranks `next` cycles through: after this many refusals in a row, every partner has
+   * said no and the asker backs off.
+   */
+  readonly span: number;
+}
+
+export interface PartnerStrategy {
+  readonly summary: string;
+  /** The policy of rank `rank` in a job of `size` ranks (size >= 2); `seed` is the pool's `seed` option. */
+  create(rank: number, size: number, seed: number): Partner;
+}
+
+// ---- termination detection ----
+
+/**
+ * Tells the root when no task is queued, running or in transit anywhere, without a coordinator watching
+ * every task. The engine reports every task message it sends and receives, and every time the rank becomes
+ * passive; the detector exchanges its own messages and calls `host.terminate()` on the root when it has
+ * proved termination.
+ */
+export interface Detector {
+  /** A number every task message carries (field `s`), read when it is sent; 0 if the detector needs none. */
+  readonly stamp: number;
+  /** A task message to `dest` was just sent. */
+  sent(dest: number): void;
+  /** A task message from `source`, carrying `stamp`, just arrived (its tasks are queued; the rank is active). */
+  received(source: number, stamp: number): void;
+  /** The rank has just become passive. */
+  idle(): void;
+  /** A control message of one of the detector's `messages` kinds. */
+  onMessage(source: number, kind: string, body: Record<string, unknown>): void;
+}
+
+export interface DetectionStrategy extends StrategyInfo {
+  create(host: DistributedHost): Detector;
+}

@@ -1,0 +1,368 @@
+/**
+ * An in-process simulation of a distributed pool: N real DistributedEngines (real balancers, partner
+ * policies, termination detectors, queues and results) in one thread, joined by simulated channels that a
+ * seeded adversarial scheduler drives. At every step the scheduler picks, at random from the seed, one of:
+ * deliver any message in flight (any channel, any position: channels may reorder, as the engines allow),
+ * let one rank take its next step (run a task, go idle, resume), fire a pending timer (back-offs), run a
+ * deferred callback (an outbox flush), or end a rank's slice (flush its outbox). Each seed also draws how
+ * eager delivery is and how fast each rank runs, so some schedules starve a rank of messages and others
+ * run one rank far ahead. Everything is synchronous and seeded: a schedule replays exactly from its seed.
+ *
+ * A rank's steps mirror DistributedEngine's run loop (lib/pool/distributed/engine.ts), which is a thin
+ * async driver over the same synchronous steps.
+ */
+import { seededRandom } from "../../lib/pool/partner/random.ts";
+import { DistributedEngine, type Timers } from "../../lib/pool/distributed/engine.ts";
+import { resolvePoolConfig } from "../../lib/pool/options.ts";
+import { Results } from "../../lib/pool/results.ts";
+import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
+import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
+import type { Initiation, PartnerPolicy, TerminationDetector } from "../../lib/pool/config.ts";
+
+/**
+ * Workloads. Task ids form trees; a task returns 1, so the run's result counts the tasks that ran.
+ * - tree: one root on rank 0, FAN children per task below `tasks`.
+ * - spread: one such tree rooted on every rank (of tasks / size tasks each).
+ * - pinned: a tree where every third task is pinned to rank id % size (PINNED messages, the outbox).
+ * - flat: `tasks` independent tasks put on the last rank; only balancing spreads them.
+ * - pingpong: a chain of pinned tasks bouncing between ranks 1 and 2 (the colouring rule's counterexample).
+ * - stop: a tree where task `tasks/2` calls ctx.stop(-1): every rank must end stopped with result -1.
+ * - fail: a tree where task `tasks/2` throws: every rank must reject (the thrower with its TaskError).
+ * - empty: nothing to do.
+ */
+export type Workload = "tree" | "spread" | "pinned" | "flat" | "pingpong" | "stop" | "fail" | "empty";
+export const WORKLOADS: readonly Workload[] = ["tree", "spread", "pinned", "flat", "pingpong", "stop", "fail", "empty"];
+
+export interface SimParams {
+  readonly size: number;
+  readonly initiation: Initiation;
+  readonly partner: PartnerPolicy;
+  readonly termination: TerminationDetector;
+  readonly workload: Workload;
+  /** Tasks in the workload (tree size, flat count, chain length). */
+  readonly tasks: number;
+  readonly seed: number;
+  /** Pool options lowWater / highWater (sender-initiated needs a low highWater to move anything). */
+  readonly lowWater?: number;
+  readonly highWater?: number;
+}
+
+export interface SimOutcome {
+  readonly params: SimParams;
+  /** Empty when the run was correct; else what went wrong. */
+  readonly problems: string[];
+  readonly steps: number;
+  /** Messages delivered before a message sent earlier on the same channel. */
+  readonly overtakes: number;
+  /** Sum of every rank's pool counters (blackenings, refusals, treeJoins, ...), times left out. */
+  readonly counters: Record<string, number>;
+}
+
+/** Most scheduler steps before a run counts as hung (livelock or lost wake-up). */
+const MAX_STEPS = 500_000;
+const FAN = 3;
+
+interface InFlight {
+  readonly source: number;
+  readonly dest: number;
+  readonly tag: number;
+  readonly body: Record<string, unknown>;
+  /** Order of sending on its channel. */
+  readonly seq: number;
+}
+
+interface Task {
+  readonly id: number;
+  /** Owner rank for pinned tasks. */
+  readonly to?: number;
+  /** spread: the first id of this task's tree (ids base..base+per-1). */
+  readonly b?: number;
+}
+
+interface SimRank {
+  readonly engine: DistributedEngine<Task>;
+  /** Has a step to take: not parked, not over. */
+  runnable: boolean;
+  /** Just woke up: the loop calls afterTask before its next task. */
+  resumed: boolean;
+  /** Relative speed: how likely this rank is picked when it can step. */
+  readonly speed: number;
+  done: "pending" | "resolved" | "rejected";
+  error: Error | undefined;
+}
+
+/** The replay line printed for a failing schedule. */
+export function replayHint(p: SimParams): string {
+  return `replay: simulate(${JSON.stringify(p)}) (test/helpers/simulation.ts)`;
+}
+
+export async function simulate(params: SimParams): Promise<SimOutcome> {
+  const { size, tasks, workload } = params;
+  const rnd = seededRandom(params.seed * 7919 + 17);
+  // Per-schedule adversary: how eager delivery is against running, and each rank's speed.
+  const deliverWeight = 0.05 + rnd() * 0.9;
+  const timerWeight = 0.01 + rnd() * 0.2;
+  const flushWeight = rnd() * 0.1;
+  const inFlight: InFlight[] = [];
+  const channelSeq = new Map<number, number>();
+  const lastDelivered = new Map<number, number>();
+  let overtakes = 0;
+  let timerSeq = 0;
+  const timers = new Map<number, () => void>();
+  const soons: (() => void)[] = [];
+  const executed = new Map<number, number>();
+  const problems: string[] = [];
+  const ranks: SimRank[] = [];
+
+  const config = resolvePoolConfig(
+    {
+      mode: "distributed",
+      initiation: params.initiation,
+      partner: params.partner,
+      termination: params.termination,
+      seed: params.seed,
+      ...(params.lowWater !== undefined ? { lowWater: params.lowWater } : {}),
+      ...(params.highWater !== undefined ? { highWater: params.highWater } : {}),
+    },
+    undefined,
+    size,
+  );
+  const simTimers: Timers = {
+    after(_ms, fn) {
+      const id = timerSeq++;
+      timers.set(id, fn);
+      return () => timers.delete(id);
+    },
+    soon(fn) {
+      soons.push(fn);
+    },
+  };
+  const stopAt = Math.floor(tasks / 2);
+
+  const per = Math.floor(tasks / size);
+  const childrenOf = (task: Task): Task[] => {
+    const id = task.id;
+    const out: Task[] = [];
+    if (workload === "flat" || workload === "empty") return out;
+    if (workload === "pingpong") {
+      if (id > 0) out.push({ id: id - 1, to: id % 2 === 0 ? 2 % size : 1 % size });
+      return out;
+    }
+    if (workload === "spread") {
+      const base = task.b ?? 0;
+      const local = id - base;
+      for (let c = local * FAN + 1; c <= local * FAN + FAN && c < per; c++) out.push({ id: base + c, b: base });
+      return out;
+    }
+    for (let c = id * FAN + 1; c <= id * FAN + FAN && c < tasks; c++) {
+      if (workload === "pinned" && c % 3 === 0) out.push({ id: c, to: c % size });
+      else out.push({ id: c });
+    }
+    return out;
+  };
+  const initialOf = (rank: number): Task[] => {
+    switch (workload) {
+      case "empty":
+        return [];
+      case "flat":
+        return rank === size - 1 ? Array.from({ length: tasks }, (_, id) => ({ id })) : [];
+      case "pingpong":
+        return rank === 0 ? [{ id: tasks - 1, to: (tasks - 1) % 2 === 0 ? 2 % size : 1 % size }] : [];
+      case "spread":
+        return per > 0 ? [{ id: rank * per, b: rank * per }] : [];
+      default:
+        return rank === 0 ? [{ id: 0 }] : [];
+    }
+  };
+  /** Ids that run in a correct run. */
+  const expected = (): number => {
+    switch (workload) {
+      case "empty":
+        return 0;
+      case "spread":
+        return per * size;
+      default:
+        return tasks;
+    }
+  };
+
+  for (let rank = 0; rank < size; rank++) {
+    const link: PoolLink = {
+      rank,
+      size,
+      send(dest, tag, body) {
+        if (dest < 0 || dest >= size || dest === rank) problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
+        const key = rank * size + dest;
+        const seq = (channelSeq.get(key) ?? 0) + 1;
+        channelSeq.set(key, seq);
+        inFlight.push({ source: rank, dest, tag, body: structuredClone(body), seq });
+        return 0;
+      },
+    };
+    const stats = emptyStats(rank, "distributed");
+    stats.startedAt = 1;
+    const rt = new PoolRuntime(link, config, 1, stats, Results.of(undefined), undefined);
+    const ctx: TaskContext<Task> = {
+      rank,
+      put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to ?? task.to),
+      stop: (result) => engine.stop(result === undefined ? undefined : [result]),
+    };
+    const handler = (task: Task, c: TaskContext<Task>): number => {
+      executed.set(task.id, (executed.get(task.id) ?? 0) + 1);
+      if (task.to !== undefined && task.to !== rank)
+        problems.push(`pinned task ${task.id} ran on ${rank}, not ${task.to}`);
+      if (workload === "stop" && task.id === stopAt) c.stop(-1);
+      if (workload === "fail" && task.id === stopAt) throw new RangeError(`task ${task.id} is bad`);
+      for (const child of childrenOf(task)) c.put(child, child.to !== undefined ? { to: child.to } : undefined);
+      return 1;
+    };
+    const initial = initialOf(rank).map((task) => ({ task, priority: 0, to: task.to }));
+    const engine: DistributedEngine<Task> = new DistributedEngine<Task>(rt, handler, ctx, initial, simTimers);
+    const sr: SimRank = {
+      engine,
+      runnable: true,
+      resumed: true,
+      speed: 0.1 + rnd(),
+      done: "pending",
+      error: undefined,
+    };
+    engine.done.then(
+      () => {
+        sr.done = "resolved";
+      },
+      (e: Error) => {
+        sr.done = "rejected";
+        sr.error = e;
+      },
+    );
+    ranks.push(sr);
+  }
+
+  /** One step of rank r's run loop (DistributedEngine.loop, without the awaits). */
+  const stepRank = (sr: SimRank): void => {
+    const e = sr.engine;
+    try {
+      if (e.over) {
+        sr.runnable = false;
+        return;
+      }
+      if (sr.resumed) {
+        sr.resumed = false;
+        e.afterTask();
+        return;
+      }
+      const task = e.next();
+      if (task !== undefined) {
+        e.execute(task);
+        if (!e.over) e.afterTask();
+        return;
+      }
+      if (e.settle()) return;
+      if (e.park()) {
+        sr.runnable = false;
+        e.wakeup = () => {
+          sr.runnable = true;
+          sr.resumed = true;
+        };
+      }
+    } catch (err) {
+      e.fail(err as Error);
+      sr.runnable = false;
+    }
+  };
+
+  let steps = 0;
+  for (; steps < MAX_STEPS; steps++) {
+    const runnable = ranks.filter((r) => r.runnable && !r.engine.over);
+    for (const r of ranks) if (r.engine.over) r.runnable = false;
+    const canDeliver = inFlight.length > 0;
+    const canTimer = timers.size > 0;
+    const canSoon = soons.length > 0;
+    if (runnable.length === 0 && !canDeliver && !canTimer && !canSoon) break;
+    const wDeliver = canDeliver ? deliverWeight : 0;
+    const wRun = runnable.length > 0 ? 1 - deliverWeight : 0;
+    const wTimer = canTimer ? timerWeight : 0;
+    const wSoon = canSoon ? 0.1 : 0;
+    const wFlush = runnable.length > 0 ? flushWeight : 0;
+    let pick = rnd() * (wDeliver + wRun + wTimer + wSoon + wFlush);
+    if ((pick -= wDeliver) < 0) {
+      const i = Math.floor(rnd() * inFlight.length);
+      const m = inFlight[i] as InFlight;
+      inFlight.splice(i, 1);
+      const key = m.source * size + m.dest;
+      if (m.seq < (lastDelivered.get(key) ?? 0)) overtakes++;
+      else lastDelivered.set(key, m.seq);
+      (ranks[m.dest] as SimRank).engine.onMessage(m.source, m.tag, m.body);
+    } else if ((pick -= wRun) < 0) {
+      let total = 0;
+      for (const r of runnable) total += r.speed;
+      let x = rnd() * total;
+      let chosen = runnable[runnable.length - 1] as SimRank;
+      for (const r of runnable) {
+        if ((x -= r.speed) < 0) {
+          chosen = r;
+          break;
+        }
+      }
+      stepRank(chosen);
+    } else if ((pick -= wTimer) < 0) {
+      const ids = [...timers.keys()];
+      const id = ids[Math.floor(rnd() * ids.length)] as number;
+      const fn = timers.get(id) as () => void;
+      timers.delete(id);
+      fn();
+    } else if ((pick -= wSoon) < 0) {
+      (soons.shift() as () => void)();
+    } else {
+      const r = runnable[Math.floor(rnd() * runnable.length)] as SimRank;
+      r.engine.flush();
+    }
+  }
+  // Let the engines' done promises settle.
+  await new Promise((resolve) => setImmediate(resolve));
+
+  if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (livelock?)`);
+  const finals = ranks.map((r) => r.engine.rt.results.final?.[0]);
+  const pending = ranks.filter((r) => r.done === "pending").length;
+  if (pending > 0 && steps < MAX_STEPS)
+    problems.push(`${pending} rank(s) never ended: a hang (lost wake-up or message)`);
+  if (workload === "fail") {
+    const thrower = ranks.find((r) => r.error?.name === "TaskError" && /is bad/.test(String(r.error?.cause)));
+    if (!thrower) problems.push("no rank rejected with the task's TaskError");
+    for (const [rank, r] of ranks.entries())
+      if (r.done !== "rejected") problems.push(`rank ${rank}: ${r.done}, not rejected`);
+  } else {
+    for (const [rank, r] of ranks.entries()) {
+      if (r.done === "rejected") problems.push(`rank ${rank} rejected: ${r.error?.message}`);
+    }
+  }
+  if (workload === "stop") {
+    for (const [rank, r] of ranks.entries()) {
+      if (!r.engine.rt.stopped) problems.push(`rank ${rank} did not end stopped`);
+      if (finals[rank] !== -1) problems.push(`rank ${rank}: stop result ${String(finals[rank])}, not -1`);
+    }
+  }
+  if (workload !== "stop" && workload !== "fail" && problems.length === 0) {
+    const want = expected();
+    let ran = 0;
+    for (const [id, n] of executed) {
+      ran += n;
+      if (n !== 1) problems.push(`task ${id} ran ${n} times`);
+    }
+    if (ran !== want) problems.push(`${ran} task runs, expected ${want} (lost tasks)`);
+    for (const [rank, v] of finals.entries()) {
+      const got = v ?? 0;
+      if (got !== want) problems.push(`rank ${rank}: result ${String(got)}, expected ${want} (lost partial result)`);
+    }
+    const left = inFlight.filter((m) => (m.body.t as unknown[] | undefined)?.length);
+    if (left.length > 0) problems.push(`${left.length} task message(s) still in flight after the end`);
+  }
+  const counters: Record<string, number> = {};
+  for (const r of ranks) {
+    for (const [k, v] of Object.entries(r.engine.rt.stats.counters)) {
+      // Times are the real clock's, not the schedule's: left out, so that a schedule's outcome replays.
+      if (!k.endsWith("Ms")) counters[k] = (counters[k] ?? 0) + v;
+    }
+  }
+  return { params, problems: problems.slice(0, 5), steps, overtakes, counters };
+}
