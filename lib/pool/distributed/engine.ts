@@ -1,4 +1,6 @@
+import { deferred } from "../../deferred.ts";
 import { INITIATION_STRATEGIES } from "../balance/registry.ts";
+import { TaskBatch } from "../batch.ts";
 import { Executor } from "../executor.ts";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { PARTNER_POLICIES } from "../partner/registry.ts";
@@ -9,9 +11,6 @@ import type { Balancer, Cancel, Detector, DistributedHost } from "../strategy.ts
 import { TERMINATION_DETECTORS } from "../termination/registry.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { type EngineMessage, type Protocol, protocolFor, ROOT } from "./protocol.ts";
-
-/** Pinned tasks for one rank are sent once this many wait, else at the end of the slice or when idle. */
-const FLUSH_TASKS = 512;
 
 const epochNow = (): number => performance.timeOrigin + performance.now();
 
@@ -49,12 +48,11 @@ export const EVENT_LOOP_TIMERS: Timers = {
  * which the in-process simulation drives in orders of its own choosing.
  */
 export class DistributedEngine<T> implements Engine<T>, DistributedHost {
-  readonly done: Promise<void>;
+  private readonly settled = deferred();
+  readonly done = this.settled.promise;
   readonly root = ROOT;
   /** Set by whoever waits for a parked rank to have work again (the loop, or the simulation). */
   wakeup: (() => void) | undefined;
-  private resolve!: () => void;
-  private reject!: (e: Error) => void;
   private readonly movableQueue: TaskQueue<T>;
   private readonly pinnedQueue: TaskQueue<T>;
   private readonly exec: Executor<T>;
@@ -62,8 +60,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private readonly detector: Detector;
   private readonly protocol: Protocol;
   private readonly pinnedTag: number;
-  private readonly outTasks: T[][] = [];
-  private readonly outPrios: number[][] = [];
+  /** Pinned tasks waiting to leave, by destination rank, and the ranks whose batch is not empty. */
+  private readonly outboxes: TaskBatch<T>[] = [];
   private readonly outDests: number[] = [];
   private finished = false;
   /** A task here called ctx.stop; the root's STOPPED will end the run. */
@@ -78,10 +76,6 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     initial: readonly PendingPut<T>[],
     private readonly timers: Timers = EVENT_LOOP_TIMERS,
   ) {
-    this.done = new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
     const { config } = rt;
     this.movableQueue = new TaskQueue<T>(config.order);
@@ -93,10 +87,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed);
     this.balancer = initiation.create(this, partner);
     this.detector = detection.create(this);
-    for (let r = 0; r < rt.size; r++) {
-      this.outTasks.push([]);
-      this.outPrios.push([]);
-    }
+    for (let r = 0; r < rt.size; r++) this.outboxes.push(new TaskBatch<T>());
     for (const p of initial) this.enqueue(p.task, p.priority, p.to);
   }
 
@@ -124,13 +115,12 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   }
 
   sendMovable(dest: number, kind: string, n: number): number {
-    const tasks: T[] = [];
-    const prios: number[] = [];
-    this.movableQueue.give(n, tasks, prios);
-    if (tasks.length === 0) return 0;
-    this.sendTasks(dest, this.tagOf(kind), tasks, prios);
-    this.rt.count("tasksMovedOut", tasks.length);
-    return tasks.length;
+    const batch = new TaskBatch<T>();
+    const moved = batch.takeFrom(this.movableQueue, n);
+    if (moved === 0) return 0;
+    this.sendTasks(dest, this.tagOf(kind), batch);
+    this.rt.count("tasksMovedOut", moved);
+    return moved;
   }
 
   after(ms: number, fn: () => void): Cancel {
@@ -195,7 +185,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
         break;
       case "fail":
         this.halt();
-        this.reject(failFromMessage(body as unknown as FailBody));
+        this.settled.reject(failFromMessage(body as unknown as FailBody));
         break;
       case "stop":
         this.stop(body.r as WireResult);
@@ -225,7 +215,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.rt.endStopped(result);
     this.rt.trace?.instant("stopped by a task");
     this.halt();
-    this.resolve();
+    this.settled.resolve();
   }
 
   fail(error: Error): void {
@@ -234,7 +224,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     const others: number[] = [];
     for (let r = 0; r < this.rt.size; r++) if (r !== this.rt.rank) others.push(r);
     sendFail(this.rt, others, this.tagOf("fail"), failureBody(this.rt.rank, error));
-    this.reject(error);
+    this.settled.reject(error);
   }
 
   // ---- the steps the loop (or a simulation) drives ----
@@ -306,16 +296,14 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     if (to === undefined) this.movableQueue.push(task, priority);
     else if (to === this.rt.rank) this.pinnedQueue.push(task, priority);
     else {
-      const tasks = this.outTasks[to] as T[];
-      if (tasks.length === 0) this.outDests.push(to);
+      const batch = this.outboxes[to] as TaskBatch<T>;
+      if (batch.size === 0) this.outDests.push(to);
       if (!this.flushScheduled) {
         // Sync handlers flush at the end of their slice; this catches puts made during an await.
         this.flushScheduled = true;
         this.timers.soon(this.flushSoon);
       }
-      tasks.push(task);
-      (this.outPrios[to] as number[]).push(priority);
-      if (tasks.length >= FLUSH_TASKS) this.flushTo(to);
+      if (batch.add(task, priority)) this.flushTo(to);
     }
   }
 
@@ -330,24 +318,17 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   };
 
   private flushTo(dest: number): void {
-    const tasks = this.outTasks[dest] as T[];
-    if (tasks.length === 0) return;
-    const prios = this.outPrios[dest] as number[];
-    this.outTasks[dest] = [];
-    this.outPrios[dest] = [];
-    this.sendTasks(dest, this.pinnedTag, tasks, prios);
-    this.rt.count("pinnedSent", tasks.length);
+    const batch = this.outboxes[dest] as TaskBatch<T>;
+    const n = batch.size;
+    if (n === 0) return;
+    this.sendTasks(dest, this.pinnedTag, batch);
+    this.rt.count("pinnedSent", n);
   }
 
   /** Sends one task message and tells the detector (after the send: a task that cannot be encoded throws). */
-  private sendTasks(dest: number, tag: number, tasks: T[], prios: number[]): void {
-    const body: Record<string, unknown> = { t: tasks, s: this.detector.stamp };
-    for (let i = 0; i < prios.length; i++) {
-      if (prios[i] !== 0) {
-        body.q = prios;
-        break;
-      }
-    }
+  private sendTasks(dest: number, tag: number, batch: TaskBatch<T>): void {
+    const body: Record<string, unknown> = { s: this.detector.stamp };
+    const tasks = batch.drainInto(body);
     const trace = this.rt.trace;
     if (trace) body.f = trace.flowOut(`${this.protocol.kinds[tag]?.kind} ${tasks.length} to ${dest}`);
     this.rt.send(dest, tag, body);
@@ -412,7 +393,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private finish(lastActivityAt: number, result: WireResult): void {
     this.rt.results.final = result;
     let left = this.load;
-    for (const d of this.outDests) left += (this.outTasks[d] as T[]).length;
+    for (const d of this.outDests) left += (this.outboxes[d] as TaskBatch<T>).size;
     // Nothing can wake a rank once the pool has terminated, so every rank is parked when DONE arrives.
     const active = !this.parked;
     const { counters } = this.rt.stats;
@@ -425,7 +406,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.halt();
     if (left > 0 || active) {
       const state = active ? `still active, ${left} tasks queued` : `${left} tasks queued`;
-      this.reject(new Error(`internal error: pool declared terminated while rank ${this.rt.rank} was ${state}`));
-    } else this.resolve();
+      this.settled.reject(new Error(`internal error: pool declared terminated while rank ${this.rt.rank} was ${state}`));
+    } else this.settled.resolve();
   }
 }
