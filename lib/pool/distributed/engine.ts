@@ -406,7 +406,9 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.halt();
     if (left > 0 || active) {
       const state = active ? `still active, ${left} tasks queued` : `${left} tasks queued`;
-      this.settled.reject(new Error(`internal error: pool declared terminated while rank ${this.rt.rank} was ${state}`));
+      this.settled.reject(
+        new Error(`internal error: pool declared terminated while rank ${this.rt.rank} was ${state}`),
+      );
     } else this.settled.resolve();
   }
 }
