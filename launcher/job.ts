@@ -1,9 +1,11 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { constants, tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { ENV, serveRendezvous, type TransportKind } from "../lib/internal.ts";
+import type { RankLauncherFactory, RankProcess } from "./backend.ts";
+import { LocalLauncher } from "./backends/local.ts";
+import { type ControlRecord, ControlServer } from "./control-server.ts";
 import { TS_LOADER } from "./loader.ts";
 import { pipeLines } from "./lines.ts";
 import { ProgressLine } from "./progress.ts";
@@ -28,14 +30,22 @@ export interface JobOptions {
   readonly quiet?: boolean;
   /** Options for node itself, given to every rank before the app (`--node-arg`). */
   readonly nodeArgs?: readonly string[];
+  /**
+   * How ranks start (launcher/backends/).
+   * @default DEFAULT_BACKEND: child processes on this host
+   */
+  readonly backend?: RankLauncherFactory;
 }
+
+/** Ranks are child processes of the launcher, on this host. */
+export const DEFAULT_BACKEND: RankLauncherFactory = (jobDir) => new LocalLauncher(jobDir);
 
 /** How long ranks get between SIGTERM and SIGKILL when the job is brought down. */
 const GRACE_MS = 2000;
 
 interface Rank {
   readonly rank: number;
-  readonly child: ChildProcess;
+  readonly process: RankProcess;
   exited: boolean;
   lastError: string | undefined;
   lastStderr: string | undefined;
@@ -49,26 +59,21 @@ interface Failure {
 }
 
 const preload = new URL("../lib/runtime/preload.ts", import.meta.url).href;
-const reaperScript = fileURLToPath(new URL("./reaper.js", import.meta.url));
 
 function signalNumber(signal: NodeJS.Signals): number {
   return (constants.signals as Record<string, number>)[signal] ?? 1;
 }
 
 /**
- * Runs one job: N ranks of `app`, joined through a rendezvous service, their output prefixed, and brought
- * down together when any rank fails, on a timeout, or when the launcher is interrupted.
- * Resolves to the launcher's exit status.
+ * Runs one job: N ranks of `app`, started by the back-end, joined through a rendezvous service, their output
+ * prefixed, their reports read from their control channels, and brought down together when any rank fails, on a
+ * timeout, or when the launcher is interrupted. Resolves to the launcher's exit status.
  */
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), "wp-"));
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
   const rendezvousAddress = opts.transport === "ipc" ? `ipc://${dir}/rendezvous` : "tcp://127.0.0.1:*";
   const rendezvous = await serveRendezvous(opts.np, rendezvousAddress);
-
-  const reaper = spawn(process.execPath, [reaperScript, dir], { stdio: ["pipe", "ignore", "ignore"], detached: true });
-  reaper.unref();
-  reaper.stdin?.on("error", () => {});
 
   const ranks: Rank[] = [];
   const statsRecords: StatsRecord[] = [];
@@ -86,51 +91,52 @@ export async function runJob(opts: JobOptions): Promise<number> {
 
   const stopAll = () => {
     stopping = true;
-    for (const r of ranks) if (!r.exited) signalGroup(r, "SIGTERM");
+    for (const r of ranks) if (!r.exited) r.process.signal("SIGTERM");
     killTimer ??= setTimeout(() => {
-      for (const r of ranks) if (!r.exited) signalGroup(r, "SIGKILL");
+      for (const r of ranks) if (!r.exited) r.process.signal("SIGKILL");
     }, GRACE_MS);
   };
 
-  const spawnRank = (rank: number): Rank => {
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      [ENV.rank]: String(rank),
-      [ENV.size]: String(opts.np),
-      [ENV.job]: jobId,
-      [ENV.rendezvous]: rendezvous.endpoint,
-      [ENV.transport]: opts.transport,
-      [ENV.ipcDir]: dir,
-      [ENV.lifelineFd]: "3",
-    };
-    if (opts.pool !== undefined) env[ENV.pool] = opts.pool;
-    else delete env[ENV.pool];
-    env.WORKPOOL_REPORT_STATS = opts.stats || opts.statsJson ? "1" : "0";
-    env.WORKPOOL_REPORT_PROGRESS = progress ? "1" : "0";
-    if (traceDir) env.WORKPOOL_TRACE_DIR = traceDir;
-    else delete env.WORKPOOL_TRACE_DIR;
-    const child = spawn(
-      process.execPath,
-      [
-        ...(opts.nodeArgs ?? []),
-        "--conditions=workpool-source",
-        "--import",
-        TS_LOADER,
-        "--import",
-        preload,
-        opts.app,
-        ...opts.args,
-      ],
-      { env, stdio: ["ignore", "pipe", "pipe", "pipe"], detached: true },
-    );
-    const r: Rank = { rank, child, exited: false, lastError: undefined, lastStderr: undefined };
-    if (child.pid !== undefined) reaper.stdin?.write(`${child.pid}\n`);
-    return r;
+  const onRecord = (rank: number, msg: ControlRecord) => {
+    const r = ranks[rank];
+    if (!r) return;
+    if (msg.t === "error" && typeof msg.message === "string") r.lastError = msg.message;
+    else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
+    else if (msg.t === "progress") {
+      progress?.update(rank, String(msg.pool), Number(msg.done ?? 0), Number(msg.queued ?? 0));
+    }
   };
+  const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
+  const token = randomBytes(18).toString("base64url");
+  const control = await ControlServer.listen({ address: backend.controlAddress, size: opts.np, token, onRecord });
+
+  const jobEnv: Record<string, string> = {
+    [ENV.size]: String(opts.np),
+    [ENV.job]: jobId,
+    [ENV.rendezvous]: rendezvous.endpoint,
+    [ENV.transport]: opts.transport,
+    [ENV.ipcDir]: dir,
+    [ENV.control]: control.address,
+    [ENV.token]: token,
+    [ENV.reportStats]: opts.stats || opts.statsJson ? "1" : "0",
+    [ENV.reportProgress]: progress ? "1" : "0",
+  };
+  if (opts.pool !== undefined) jobEnv[ENV.pool] = opts.pool;
+  if (traceDir) jobEnv[ENV.traceDir] = traceDir;
+  const argv = [
+    ...(opts.nodeArgs ?? []),
+    "--conditions=workpool-source",
+    "--import",
+    TS_LOADER,
+    "--import",
+    preload,
+    opts.app,
+    ...opts.args,
+  ];
 
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopReason !== undefined) {
-      for (const r of ranks) if (!r.exited) signalGroup(r, "SIGKILL");
+      for (const r of ranks) if (!r.exited) r.process.signal("SIGKILL");
       return;
     }
     stopReason = `workpool: received ${signal}; stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
@@ -153,56 +159,34 @@ export async function runJob(opts: JobOptions): Promise<number> {
 
   const finished: Promise<void>[] = [];
   for (let i = 0; i < opts.np; i++) {
-    const r = spawnRank(i);
+    const proc = backend.start(i, { ...jobEnv, [ENV.rank]: String(i) }, argv);
+    const r: Rank = { rank: i, process: proc, exited: false, lastError: undefined, lastStderr: undefined };
     ranks.push(r);
     const prefix = opts.prefix ? `[${i}] ` : "";
-    const { child } = r;
     const streams = [
-      pipeLines(child.stdout as never, stdout as never, prefix),
-      pipeLines(child.stderr as never, stderr as never, prefix, (line) => {
+      pipeLines(proc.stdout, stdout as never, prefix),
+      pipeLines(proc.stderr, stderr as never, prefix, (line) => {
         r.lastStderr = line;
       }),
-      pipeLines(
-        child.stdio[3] as never,
-        devNull,
-        "",
-        (line) => {
-          let msg: { t?: string; message?: string; pool?: string; done?: number; queued?: number };
-          try {
-            msg = JSON.parse(line);
-          } catch {
-            return;
-          }
-          if (msg.t === "error" && typeof msg.message === "string") r.lastError = msg.message;
-          else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank: i });
-          else if (msg.t === "progress") progress?.update(i, String(msg.pool), msg.done ?? 0, msg.queued ?? 0);
-        },
-        true,
-      ),
     ];
-    const exited = new Promise<void>((resolve) => {
-      child.on("error", (e) => {
-        r.lastError = e.message;
-      });
-      child.on("exit", (code, signal) => {
-        r.exited = true;
-        (child.stdio[3] as NodeJS.ReadableStream & { destroy?: () => void })?.destroy?.();
-        const failed = code !== 0 || signal !== null;
-        // A rank that failed before the job was being stopped, or that exited with a status of its own after
-        // (not by our SIGTERM or SIGKILL), failed on its own.
-        const own = !stopping || (signal === null && code !== 143);
-        if (failed && stopReason === undefined && own) ownFailures.push({ rank: i, code, signal, message: undefined });
-        if (failed && !failure && stopReason === undefined) {
-          failure = { rank: i, code, signal, message: undefined };
-          stopAll();
-        }
-        resolve();
-      });
+    const exited = proc.exit.then(({ code, signal, error }) => {
+      r.exited = true;
+      if (error !== undefined) r.lastError = error;
+      const failed = code !== 0 || signal !== null;
+      // A rank that failed before the job was being stopped, or that exited with a status of its own after
+      // (not by our SIGTERM or SIGKILL), failed on its own.
+      const own = !stopping || (signal === null && code !== 143);
+      if (failed && stopReason === undefined && own) ownFailures.push({ rank: i, code, signal, message: undefined });
+      if (failed && !failure && stopReason === undefined) {
+        failure = { rank: i, code, signal, message: undefined };
+        stopAll();
+      }
     });
-    finished.push(Promise.all([exited, ...streams.slice(0, 2)]).then(() => {}));
+    finished.push(Promise.all([exited, ...streams]).then(() => {}));
   }
 
   await Promise.all(finished);
+  await control.close();
   clearTimeout(timeout);
   clearTimeout(killTimer);
   process.off("SIGINT", onSignal);
@@ -217,7 +201,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
       process.stderr.write(`workpool: could not write trace ${opts.trace}: ${(e as Error).message}\n`);
     }
   }
-  reaper.stdin?.end("done\n");
+  backend.close();
   rmSync(dir, { recursive: true, force: true });
   if (opts.statsJson) writeFileSync(opts.statsJson, JSON.stringify(statsRecords));
   if (opts.stats && statsRecords.length > 0) process.stderr.write(`${formatStats(statsRecords)}\n`);
@@ -257,21 +241,3 @@ function summarize(failure: Failure, ranks: readonly Rank[], ownFailures: readon
     order.find((rank) => lastWords(ranks[rank] as Rank) !== undefined);
   return explainer === undefined ? head : `${head}; rank ${explainer} said: ${lastWords(ranks[explainer] as Rank)}`;
 }
-
-function signalGroup(r: Rank, signal: NodeJS.Signals): void {
-  const pid = r.child.pid;
-  if (pid === undefined) return;
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    try {
-      r.child.kill(signal);
-    } catch {
-      /* gone */
-    }
-  }
-}
-
-const devNull = {
-  write: () => true,
-} as unknown as NodeJS.WritableStream as never;

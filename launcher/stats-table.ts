@@ -1,7 +1,7 @@
 import type { PoolConfig, PoolStats } from "../lib/index.ts";
 import { formatTable } from "./table.ts";
 
-/** A pool statistics record as ranks report it over the lifeline (lib/pool/pool.ts). */
+/** A pool statistics record as ranks report it over the control channel (lib/pool/pool.ts). */
 export interface StatsRecord {
   readonly rank: number;
   readonly pool: string;

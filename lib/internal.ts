@@ -2,10 +2,12 @@
 
 export { pack, unpack } from "./comm/codec.ts";
 export type { JobEnv, TransportKind } from "./comm/env.ts";
-export { ENV, readJobEnv } from "./comm/env.ts";
+export { ENV, rankEnvironment, readJobEnv } from "./comm/env.ts";
 export type { RankInfo, RendezvousService } from "./comm/rendezvous.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
 export { CONTEXT } from "./comm/world.ts";
+export type { ControlAddress } from "./runtime/control.ts";
+export { parseControlAddress, tcpControlAddress } from "./runtime/control.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
 export { DISTRIBUTED_COMBINATIONS, INITIATIONS, MODES, ORDERS, PARTNERS, TERMINATIONS } from "./pool/config.ts";
 export { resolvePoolConfig } from "./pool/options.ts";

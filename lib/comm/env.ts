@@ -1,17 +1,75 @@
 import { BootstrapError } from "../errors.ts";
 
-/** Environment variables the launcher sets for every rank. Stable names: other launchers may set them too. */
+/**
+ * Every environment variable of a job, in one table: lib/, launcher/ and bench/ read and set these names only
+ * through it. Stable names: other launchers (ssh, mpirun, Slurm) may set them too.
+ */
 export const ENV = {
+  // Where the rank is in the job (read by connect(), lib/comm). Set by the launcher for every rank.
+  /** This process's rank, 0..size-1. */
   rank: "WORKPOOL_RANK",
+  /** The number of ranks; without it a process is a world of size 1. */
   size: "WORKPOOL_SIZE",
+  /** The job's id. */
   job: "WORKPOOL_JOB",
+  /** ZeroMQ endpoint of the rendezvous service. */
   rendezvous: "WORKPOOL_RENDEZVOUS",
+  /** `ipc` or `tcp`: how ranks reach each other. */
   transport: "WORKPOOL_TRANSPORT",
+  /** Folder for ipc:// endpoints (transport ipc). */
   ipcDir: "WORKPOOL_IPC_DIR",
-  host: "WORKPOOL_HOST",
+  /** The launcher's `--pool SPEC`, unparsed; unset without one. */
   pool: "WORKPOOL_POOL",
-  lifelineFd: "WORKPOOL_LIFELINE_FD",
+
+  // Settings a user may give in the launcher's environment; ranks inherit them.
+  /** Address other ranks reach this one at (transport tcp); default 127.0.0.1. */
+  host: "WORKPOOL_HOST",
+  /** How long connect() waits for every rank to join, in ms; default 300000. */
+  connectTimeoutMs: "WORKPOOL_CONNECT_TIMEOUT_MS",
+
+  // The control channel to the launcher (lib/runtime/control.ts). Set by the launcher for every rank.
+  /** Where the launcher's control server listens: `ipc://PATH` (a Unix socket) or `tcp://HOST:PORT`. */
+  control: "WORKPOOL_CONTROL",
+  /** The job's secret: a rank's first line on the control channel must carry it. */
+  token: "WORKPOOL_TOKEN",
+  /** `1`: pools report their statistics after each run. */
+  reportStats: "WORKPOOL_REPORT_STATS",
+  /** `1`: pools report progress for the live progress line. */
+  reportProgress: "WORKPOOL_REPORT_PROGRESS",
+  /** Folder pools write their trace files to (`--trace`); unset without one. */
+  traceDir: "WORKPOOL_TRACE_DIR",
 } as const;
+
+/**
+ * The variables a launcher sets for each rank. A rank never inherits these from the launcher's own
+ * environment: the ones a job leaves unset (`pool`, `traceDir`) are removed.
+ */
+export const JOB_VARIABLES: readonly string[] = [
+  ENV.rank,
+  ENV.size,
+  ENV.job,
+  ENV.rendezvous,
+  ENV.transport,
+  ENV.ipcDir,
+  ENV.pool,
+  ENV.control,
+  ENV.token,
+  ENV.reportStats,
+  ENV.reportProgress,
+  ENV.traceDir,
+];
+
+/** `base` (the launcher's environment) less every job variable, plus `job` (one rank's job variables). */
+export function rankEnvironment(
+  base: NodeJS.ProcessEnv,
+  job: Readonly<Record<string, string>>,
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(base)) {
+    if (value !== undefined && !JOB_VARIABLES.includes(name)) env[name] = value;
+  }
+  return { ...env, ...job };
+}
 
 export type TransportKind = "ipc" | "tcp";
 

@@ -1,43 +1,28 @@
 /**
- * Loaded into every rank before the app (`node --import`). Three duties:
- * - the lifeline: the launcher holds the other end of a socket pair on fd WORKPOOL_LIFELINE_FD; when it closes
- *   (the launcher exited or was killed, even by SIGKILL) this rank exits at once;
- * - the last word: an uncaught error is written to the lifeline before the process dies, so the launcher's
- *   summary can say which rank failed and why;
- * - the report channel: pools send their statistics and progress to the launcher over the same socket
+ * Loaded into every rank before the app (`node --import`). It opens the rank's control channel to the launcher
+ * (control.ts: a connection to the address in WORKPOOL_CONTROL, made in the background, authenticated by the
+ * job's WORKPOOL_TOKEN, so a rank on another host can make it too; the app starts at once over a local Unix
+ * socket, after one round trip over TCP). Three duties:
+ * - the lifeline: once the connection is up, its end (the launcher exited or was killed, even by SIGKILL)
+ *   makes this rank exit at once, with status 129;
+ * - the last word: an uncaught error is written to the channel synchronously before the process dies, so the
+ *   launcher's summary can say which rank failed and why;
+ * - the report channel: pools send their statistics and progress to the launcher over the same connection
  *   (see report.ts), one JSON object a line.
+ * Without WORKPOOL_CONTROL (no launcher) it does nothing.
  */
-import { writeSync } from "node:fs";
-import { Socket } from "node:net";
-import { LIFELINE_KEY } from "./report.ts";
+import { openControlChannel } from "./control.ts";
+import { CONTROL_KEY } from "./report.ts";
 
-const raw = process.env.WORKPOOL_LIFELINE_FD;
-const fd = raw === undefined ? Number.NaN : Number(raw);
+const channel = openControlChannel();
 
-if (Number.isInteger(fd) && fd > 2) {
-  let lifeline: Socket | undefined;
-  try {
-    lifeline = new Socket({ fd, readable: true, writable: true });
-  } catch {
-    lifeline = undefined;
-  }
-  if (lifeline) {
-    const gone = () => {
-      process.exit(129);
-    };
-    lifeline.on("end", gone);
-    lifeline.on("close", gone);
-    lifeline.on("error", gone);
-    lifeline.resume();
-    lifeline.unref();
-    (globalThis as Record<symbol, unknown>)[LIFELINE_KEY] = lifeline;
-    process.on("uncaughtExceptionMonitor", (err) => {
-      const message = err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`;
-      try {
-        writeSync(fd, `${JSON.stringify({ t: "error", message })}\n`);
-      } catch {
-        /* the launcher is gone; nothing to tell */
-      }
-    });
-  }
+if (channel) {
+  (globalThis as Record<symbol, unknown>)[CONTROL_KEY] = channel;
+  process.on("uncaughtExceptionMonitor", (err) => {
+    const message = err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`;
+    channel.sendSync({ t: "error", message });
+  });
+  // The app starts once the last words have a way out: at once over a Unix socket (a local rank never waits
+  // here), after one round trip over TCP.
+  await channel.ready;
 }

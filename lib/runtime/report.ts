@@ -1,21 +1,22 @@
-import type { Socket } from "node:net";
+import { ENV } from "../comm/env.ts";
+import type { ControlChannel } from "./control.ts";
 
-/** Where the preload leaves the lifeline socket for this module (a global: it survives duplicate loads). */
-export const LIFELINE_KEY = Symbol.for("workpool.lifeline");
+/** Where the preload leaves the control channel for this module (a global: it survives duplicate loads). */
+export const CONTROL_KEY = Symbol.for("workpool.control");
 
 /** What the launcher asked the ranks to report, from the environment it set. */
 export const REPORT = {
-  stats: process.env.WORKPOOL_REPORT_STATS === "1",
-  progress: process.env.WORKPOOL_REPORT_PROGRESS === "1",
-  traceDir: process.env.WORKPOOL_TRACE_DIR || undefined,
+  stats: process.env[ENV.reportStats] === "1",
+  progress: process.env[ENV.reportProgress] === "1",
+  traceDir: process.env[ENV.traceDir] || undefined,
 };
 
 /**
- * Sends one record to the launcher over the lifeline (a local socket; the write completes at once unless the
- * launcher stopped reading). Without a launcher it does nothing.
+ * Sends one record to the launcher over the control channel (it waits in order while the channel is still
+ * connecting; once connected, a local write completes at once unless the launcher stopped reading). Without a
+ * launcher it does nothing.
  */
 export function report(record: Record<string, unknown>): void {
-  const socket = (globalThis as Record<symbol, unknown>)[LIFELINE_KEY] as Socket | undefined;
-  if (!socket || socket.destroyed) return;
-  socket.write(`${JSON.stringify(record)}\n`);
+  const channel = (globalThis as Record<symbol, unknown>)[CONTROL_KEY] as ControlChannel | undefined;
+  channel?.send(record);
 }

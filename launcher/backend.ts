@@ -1,0 +1,43 @@
+import type { Readable } from "node:stream";
+
+/** How a rank ended. */
+export interface RankExit {
+  /** The exit status, or null when a signal ended the rank. */
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  /** Why the back-end could not start or watch the rank, when it could not (say, a failed spawn). */
+  readonly error?: string;
+}
+
+/** One started rank, as job supervision sees it: its output, its end, and a way to stop it. */
+export interface RankProcess {
+  readonly stdout: Readable;
+  readonly stderr: Readable;
+  /** Settles once the rank has exited: its process, not only a command that started it. Never rejects. */
+  readonly exit: Promise<RankExit>;
+  /** Sends `signal` to the rank and to the processes it started; does nothing once the rank has exited. */
+  signal(signal: NodeJS.Signals): void;
+}
+
+/**
+ * How ranks start: one file per back-end in launcher/backends/. Job supervision (output, failure policy,
+ * timeout, signals, reports) runs the same over any of them, and knows nothing of hosts, pids or process groups.
+ */
+export interface RankLauncher {
+  /**
+   * Where the launcher's control server listens for this back-end's ranks: `ipc://PATH` for ranks on this host,
+   * `tcp://HOST:PORT` (port 0: any free port) for ranks that must reach it over the network.
+   */
+  readonly controlAddress: string;
+  /**
+   * Starts rank `rank` as `node argv...`. `env` holds the job's variables for this rank (WORKPOOL_*, from
+   * lib/comm/env.ts); the back-end gives the rank the environment it would otherwise have, less any other job
+   * variable, plus these (`rankEnvironment`).
+   */
+  start(rank: number, env: Readonly<Record<string, string>>, argv: readonly string[]): RankProcess;
+  /** Called once the job is over and every rank has exited: releases what the back-end holds. */
+  close(): void;
+}
+
+/** Makes the back-end for one job, given the job's private folder (removed by the launcher afterwards). */
+export type RankLauncherFactory = (jobDir: string) => RankLauncher;

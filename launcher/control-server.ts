@@ -1,0 +1,142 @@
+import { timingSafeEqual } from "node:crypto";
+import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
+import { parseControlAddress, tcpControlAddress } from "../lib/internal.ts";
+
+/** One report a rank sent over its control channel (lib/runtime/control.ts): `t` is error, stats or progress. */
+export type ControlRecord = Readonly<Record<string, unknown>>;
+
+export interface ControlServerOptions {
+  /** `ipc://PATH` or `tcp://HOST:PORT` (port 0: any free port). */
+  readonly address: string;
+  /** The number of ranks: a hello must name one of 0..size-1. */
+  readonly size: number;
+  /** The job's secret; a connection whose hello does not carry it is refused. */
+  readonly token: string;
+  /** Called for every report, in the order each rank sent them. */
+  readonly onRecord: (rank: number, record: ControlRecord) => void;
+}
+
+/** The longest first line taken from a connection that has not said hello. */
+const MAX_HELLO = 4096;
+
+/**
+ * The launcher's end of the ranks' control channels: it listens, takes each connection's first line as a hello
+ * (`{"t":"hello","rank","token"}`), refuses a connection with a wrong token or rank, and passes every later
+ * line of an accepted one to `onRecord` as that rank's report.
+ */
+export class ControlServer {
+  /** Connections whose hello was accepted. */
+  private readonly ranks = new Set<Socket>();
+  /** Connections that have not said hello (or were refused and have not closed yet). */
+  private readonly strangers = new Set<Socket>();
+  private readonly token: Buffer;
+
+  private constructor(
+    private readonly server: Server,
+    /** The address ranks connect to (a TCP port 0 replaced by the one chosen). */
+    readonly address: string,
+    private readonly opts: ControlServerOptions,
+  ) {
+    this.token = Buffer.from(opts.token);
+    server.on("connection", (socket) => this.accept(socket));
+    // A failed accept (out of descriptors) loses that rank's reports, not the job.
+    server.on("error", (e) => process.emitWarning(`workpool: control server at ${address}: ${e.message}`));
+  }
+
+  static async listen(opts: ControlServerOptions): Promise<ControlServer> {
+    const target = parseControlAddress(opts.address);
+    const server = createServer();
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      if ("path" in target) server.listen(target.path, resolve);
+      else server.listen(target.port, target.host, resolve);
+    });
+    const address =
+      "path" in target ? opts.address : tcpControlAddress(target.host, (server.address() as AddressInfo).port);
+    return new ControlServer(server, address, opts);
+  }
+
+  /**
+   * Call once every rank has exited: reads what they wrote, then stops listening. A rank that died at once
+   * may have connected before the launcher got to accept it; everything it wrote is in the kernel by now, so
+   * three turns of the event loop (each lets the loop poll for I/O at least once after the one before) accept
+   * such a connection and read its hello. Connections that still have not said hello are dropped; the others
+   * end on their own (their processes are gone) and are read to the end.
+   */
+  async close(): Promise<void> {
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    this.server.close();
+    for (const socket of this.strangers) socket.destroy();
+    await Promise.all(
+      [...this.ranks].map(
+        (socket) => new Promise((resolve) => (socket.closed ? resolve(undefined) : socket.once("close", resolve))),
+      ),
+    );
+  }
+
+  private accept(socket: Socket): void {
+    this.strangers.add(socket);
+    let rank: number | undefined;
+    let refused = false;
+    let rest = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      if (refused) return;
+      const lines = (rest + chunk).split("\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) {
+        if (rank !== undefined) {
+          this.record(rank, line);
+          continue;
+        }
+        const why = this.hello(line);
+        if (typeof why === "string") {
+          refused = true;
+          socket.end(`${JSON.stringify({ t: "refused", reason: why })}\n`);
+          return;
+        }
+        rank = why;
+        this.strangers.delete(socket);
+        this.ranks.add(socket);
+      }
+      if (rank === undefined && rest.length > MAX_HELLO) {
+        refused = true;
+        socket.destroy();
+      }
+    });
+    // A rank killed while writing resets its connection: nothing more to read.
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      this.strangers.delete(socket);
+      this.ranks.delete(socket);
+    });
+  }
+
+  /** The rank a hello line names, or why it is refused. */
+  private hello(line: string): number | string {
+    let hello: { t?: unknown; rank?: unknown; token?: unknown } | null;
+    try {
+      hello = JSON.parse(line);
+    } catch {
+      hello = null;
+    }
+    if (hello?.t !== "hello") return "the first line must be a hello";
+    const token = Buffer.from(typeof hello.token === "string" ? hello.token : "");
+    if (token.length !== this.token.length || !timingSafeEqual(token, this.token)) return "wrong token";
+    const { rank } = hello;
+    if (typeof rank !== "number" || !Number.isInteger(rank) || rank < 0 || rank >= this.opts.size) {
+      return `rank ${JSON.stringify(rank)} is not in 0..${this.opts.size - 1}`;
+    }
+    return rank;
+  }
+
+  private record(rank: number, line: string): void {
+    let record: unknown;
+    try {
+      record = JSON.parse(line);
+    } catch {
+      return;
+    }
+    if (record !== null && typeof record === "object") this.opts.onRecord(rank, record as ControlRecord);
+  }
+}

@@ -1,0 +1,184 @@
+/**
+ * The control channel between a rank and its launcher: one stream connection that the rank opens to the
+ * address in WORKPOOL_CONTROL, carrying one JSON object a line. A local rank reaches a Unix socket in the job
+ * folder (`ipc://PATH`); a rank on another host reaches TCP (`tcp://HOST:PORT`), so no inherited descriptor is
+ * needed.
+ *
+ * Rank to launcher: first `{"t":"hello","rank":R,"token":T}` with T from WORKPOOL_TOKEN (the launcher drops a
+ * connection whose token is not the job's, so another process cannot speak for a rank), then reports:
+ * `{"t":"error","message"}` (an uncaught error, the rank's last words), `{"t":"stats",...}`, `{"t":"progress",...}`.
+ * Launcher to rank: nothing, except `{"t":"refused","reason"}` before it closes a connection it does not accept.
+ *
+ * The connection is also the rank's lifeline: once it is up, its end means the launcher is gone (it exited or
+ * was killed, even by SIGKILL) and the rank exits at once, with status 129.
+ */
+import { writeSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { BootstrapError } from "../errors.ts";
+import { ENV } from "../comm/env.ts";
+
+/** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
+export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
+
+/** How long a dying rank keeps retrying a synchronous write the socket cannot take yet (a full buffer). */
+const SYNC_WRITE_MS = 1000;
+
+/** Status of a rank whose launcher is gone. */
+const LAUNCHER_GONE = 129;
+
+export type ControlAddress = { readonly path: string } | { readonly host: string; readonly port: number };
+
+/** `ipc://PATH` or `tcp://HOST:PORT` (an IPv6 host in brackets); port 0 only to listen (any free port). */
+export function parseControlAddress(address: string): ControlAddress {
+  if (address.startsWith("ipc://") && address.length > "ipc://".length) return { path: address.slice(6) };
+  const m = /^tcp:\/\/(\[[0-9a-fA-F:.]+\]|[^\s:/[\]]+):(\d{1,5})$/.exec(address);
+  const port = Number(m?.[2]);
+  if (m && port <= 65535) return { host: (m[1] as string).replace(/^\[(.*)\]$/, "$1"), port };
+  throw new BootstrapError(
+    `environment variable ${ENV.control} must be ipc://PATH or tcp://HOST:PORT; got ${JSON.stringify(address)}`,
+  );
+}
+
+/** The address text for a TCP host and port, as parseControlAddress reads it. */
+export function tcpControlAddress(host: string, port: number): string {
+  return `tcp://${host.includes(":") ? `[${host}]` : host}:${port}`;
+}
+
+function line(record: unknown): string {
+  return `${JSON.stringify(record)}\n`;
+}
+
+/**
+ * The rank's end of the control channel. It connects in the background, so the rank never waits for it: what
+ * is sent before the connection is up waits in order behind the hello. The socket keeps the process alive only
+ * while connecting or while a report is still on its way, never otherwise.
+ */
+export class ControlChannel {
+  /**
+   * Resolves once a synchronous write (`sendSync`) can reach the launcher: at once for a Unix socket, which is
+   * connected in the kernel by the time the constructor returns, and once connected for TCP (Node makes the TCP
+   * socket a tick later, and connects it a round trip after). Never rejects: a rank that cannot connect exits.
+   */
+  readonly ready: Promise<void>;
+  private readonly socket: Socket;
+  /** Lines waiting for the connection, the hello first; undefined once handed on. */
+  private pending: string[] | undefined;
+  private connected = false;
+  private readonly flushed = () => {
+    if (this.connected && this.socket.writableLength === 0) this.socket.unref();
+  };
+
+  constructor(
+    private readonly address: string,
+    private readonly rank: number,
+    token: string,
+  ) {
+    const target = parseControlAddress(address);
+    this.pending = [line({ t: "hello", rank, token })];
+    this.socket = "path" in target ? connect(target.path) : connect(target.port, target.host);
+    this.ready = "path" in target ? Promise.resolve() : new Promise((resolve) => this.socket.once("connect", resolve));
+    const timer = setTimeout(
+      () => this.fail(`no connection within ${CONTROL_CONNECT_TIMEOUT_MS / 1000} s`),
+      CONTROL_CONNECT_TIMEOUT_MS,
+    );
+    timer.unref();
+    this.socket.once("connect", () => {
+      clearTimeout(timer);
+      this.connected = true;
+      if (this.pending) this.write(this.pending.join(""));
+      this.pending = undefined;
+      this.flushed();
+    });
+    let rest = "";
+    this.socket.setEncoding("utf8");
+    this.socket.on("data", (chunk: string) => {
+      const lines = (rest + chunk).split("\n");
+      rest = lines.pop() ?? "";
+      for (const l of lines) {
+        let msg: { t?: unknown; reason?: unknown };
+        try {
+          msg = JSON.parse(l);
+        } catch {
+          continue;
+        }
+        if (msg?.t === "refused") this.fail(`it refused this rank: ${String(msg.reason)}`);
+      }
+    });
+    const gone = () => {
+      process.exit(LAUNCHER_GONE);
+    };
+    this.socket.on("end", gone);
+    this.socket.on("close", gone);
+    this.socket.on("error", (e) => (this.connected ? gone() : this.fail(e.message)));
+    // Lines not yet handed to the socket go out before the process ends (it may end before connecting).
+    process.on("exit", () => this.flushSync());
+  }
+
+  /** Sends one record; it waits in order while the connection is not up yet. */
+  send(record: Readonly<Record<string, unknown>>): void {
+    if (this.pending) this.pending.push(line(record));
+    else if (!this.socket.destroyed) this.write(line(record));
+  }
+
+  /**
+   * Writes one record at once, synchronously, after everything sent before: for the last words of a process
+   * that is about to die. Reaches the launcher once `ready` has resolved; before that (a TCP connection not
+   * yet made) the record goes the asynchronous way and may be lost with the process.
+   */
+  sendSync(record: Readonly<Record<string, unknown>>): void {
+    // Part of a line may already be out when the socket still holds data: end it (the launcher skips it).
+    this.flushSync(line(record), this.socket.writableLength > 0 ? "\n" : "");
+  }
+
+  private flushSync(text = "", separator = ""): void {
+    let data = separator + text;
+    if (this.pending) data = this.pending.join("") + text;
+    if (data === "") return;
+    this.pending = undefined;
+    const fd = (this.socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    if (fd === undefined || fd < 0) {
+      if (!this.socket.destroyed) this.socket.write(data);
+      return;
+    }
+    const bytes = Buffer.from(data);
+    const deadline = Date.now() + SYNC_WRITE_MS;
+    for (let off = 0; off < bytes.length;) {
+      try {
+        off += writeSync(fd, bytes, off);
+      } catch (e) {
+        // EAGAIN: the socket buffer is full, or a TCP connection is still being made; anything else: gone.
+        if ((e as NodeJS.ErrnoException).code !== "EAGAIN" || Date.now() > deadline) return;
+      }
+    }
+  }
+
+  private write(data: string): void {
+    this.socket.write(data, this.flushed);
+    if (this.socket.writableLength > 0) this.socket.ref();
+  }
+
+  private fail(why: string): never {
+    process.stderr.write(`workpool: rank ${this.rank} cannot reach the launcher at ${this.address}: ${why}\n`);
+    process.exit(1);
+  }
+}
+
+/**
+ * Opens the control channel the launcher asked for in `env` (WORKPOOL_CONTROL, WORKPOOL_TOKEN, WORKPOOL_RANK), or
+ * returns undefined without a launcher. Removes the address and token from `env`, so that processes the app
+ * starts do not connect as this rank.
+ */
+export function openControlChannel(env: NodeJS.ProcessEnv = process.env): ControlChannel | undefined {
+  const address = env[ENV.control];
+  if (!address) return undefined;
+  const token = env[ENV.token] ?? "";
+  const rank = Number(env[ENV.rank]);
+  if (!Number.isInteger(rank) || rank < 0) {
+    throw new BootstrapError(
+      `environment variable ${ENV.rank} must be a rank number when ${ENV.control} is set; got ${JSON.stringify(env[ENV.rank])}`,
+    );
+  }
+  delete env[ENV.control];
+  delete env[ENV.token];
+  return new ControlChannel(address, rank, token);
+}
