@@ -1,5 +1,11 @@
 import { readFileSync } from "node:fs";
-import { resolvePoolConfig } from "../lib/internal.ts";
+import {
+  DISTRIBUTED_COMBINATIONS,
+  INITIATION_STRATEGIES,
+  PARTNER_POLICIES,
+  resolvePoolConfig,
+  TERMINATION_DETECTORS,
+} from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { OptionReader } from "./argv.ts";
 import { parseCompareArgs, runCompare } from "./compare.ts";
@@ -21,6 +27,22 @@ Options:
   -v, --version   show the version
 `;
 
+/** The distributed strategies, one line each, from the registries (a new strategy shows up here by itself). */
+function strategyHelp(): string {
+  const lines: string[] = [];
+  const groups = [
+    ["initiation", INITIATION_STRATEGIES],
+    ["partner", PARTNER_POLICIES],
+    ["termination", TERMINATION_DETECTORS],
+  ] as const;
+  for (const [key, registry] of groups) {
+    for (const [name, strategy] of Object.entries(registry)) {
+      lines.push(`  ${`${key}=${name}`.padEnd(24)}${strategy.summary}`);
+    }
+  }
+  return lines.join("\n");
+}
+
 const LAUNCH_HELP = `Usage: workpool launch [options] <app> [app args...]
 
 Starts N ranks of <app> (a .js/.mjs/.ts/.mts file, or a folder with main.ts, index.ts, main.js,
@@ -40,6 +62,9 @@ Options:
       --quiet           no live progress line (it is shown only when stderr is a terminal)
   -h, --help            show this help
 
+Distributed pool strategies (--pool distributed,KEY=NAME,...; docs/distributed.md):
+${strategyHelp()}
+
 Exit status: 0 when every rank exits 0; otherwise the failing rank's status (128+signal if killed),
 124 on timeout, 2 on a bad command line.
 `;
@@ -55,7 +80,7 @@ Options:
   -n, --np N          number of ranks (default 2)
       --pool SPEC     a configuration to run; repeat for several (default: centralized, centralized with
                       coordinatorWorks=true, centralized with keep=0 (every put sent to the coordinator, as
-                      in the seed slides), and all twelve distributed combinations)
+                      in the seed slides), and all ${DISTRIBUTED_COMBINATIONS.length} distributed combinations)
       --repeat K      runs per configuration (default 3)
       --report FILE   write a self-contained HTML report: table, bar chart, per-rank timelines
       --trace-dir DIR keep each configuration's first-run trace (Chrome Trace Event Format) in DIR

@@ -3,9 +3,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { INITIATIONS, PARTNERS, TERMINATIONS, resolvePoolConfig } from "../lib/internal.ts";
+import { DISTRIBUTED_COMBINATIONS, resolvePoolConfig } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { OptionReader } from "./argv.ts";
+import type { CompareOptions, ConfigSummary, Row, RunMetrics } from "./compare-types.ts";
 import { renderReport } from "./report-html.ts";
 import type { StatsRecord } from "./stats-table.ts";
 import { formatTable } from "./table.ts";
@@ -16,47 +17,15 @@ const BIN = fileURLToPath(new URL("../bin/workpool.js", import.meta.url));
 /** Keys of a result line that may differ between correct runs (timings, the variant's name). */
 const VOLATILE_KEYS = /^(seconds|ms|millis|time|elapsed|wall|variant|pool|mode)$/i;
 
-export interface CompareOptions {
-  readonly np: number;
-  readonly pools: readonly string[];
-  readonly repeat: number;
-  readonly report: string | undefined;
-  readonly traceDir: string | undefined;
-  readonly timeoutSeconds: number | undefined;
-  readonly app: string;
-  readonly args: readonly string[];
-}
-
-/** Measurements of one launch. Times in ms. */
-export interface RunMetrics {
-  readonly wallMs: number;
-  readonly tasks: number;
-  readonly moved: number;
-  readonly messages: number;
-  readonly busyMs: number;
-  readonly idleMs: number;
-  readonly rankWallMs: number;
-  readonly terminationMs: number;
-  readonly result: string | undefined;
-  readonly perRank: { busyMs: number; idleMs: number }[];
-}
-
-export interface ConfigSummary {
-  readonly spec: string;
-  readonly runs: RunMetrics[];
-  readonly failed: string | undefined;
-  readonly tracePath: string | undefined;
-}
-
 /**
  * Centralized (the coordinator only deals, it also works, and the seed slides' protocol where every put goes
- * to the coordinator) plus all twelve distributed combinations.
+ * to the coordinator) plus every distributed combination of the strategy registries.
  */
 export function defaultPools(): string[] {
   const out = ["centralized", "centralized,coordinatorWorks=true", "centralized,keep=0"];
-  for (const i of INITIATIONS)
-    for (const p of PARTNERS)
-      for (const t of TERMINATIONS) out.push(`distributed,initiation=${i},partner=${p},termination=${t}`);
+  for (const c of DISTRIBUTED_COMBINATIONS) {
+    out.push(`distributed,initiation=${c.initiation},partner=${c.partner},termination=${c.termination}`);
+  }
   return out;
 }
 
@@ -145,19 +114,6 @@ const median = (xs: number[]) => {
   const m = s.length >> 1;
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
-
-export interface Row {
-  readonly spec: string;
-  readonly medianS: number;
-  readonly minS: number;
-  readonly maxS: number;
-  readonly tasks: number;
-  readonly moved: number;
-  readonly messages: number;
-  readonly idleFraction: number;
-  readonly efficiency: number;
-  readonly terminationMs: number;
-}
 
 export function summarize(c: ConfigSummary, np: number): Row | undefined {
   if (c.runs.length === 0) return undefined;

@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from "node:fs";
-import type { CompareOptions, ConfigSummary, Row } from "./compare.ts";
+import type { CompareOptions, ConfigSummary, Row } from "./compare-types.ts";
 
 /**
  * The `workpool compare --report` page: one self-contained HTML file (inline CSS and SVG, no scripts, no

@@ -1,6 +1,15 @@
 /**
  * Every failure workpool reports is one of these classes, so code can tell "bad input" from "a task threw"
- * from "a rank died" with `instanceof` or by the stable `code`.
+ * from "a rank died" from "someone aborted" with `instanceof` or by the stable `code`.
+ *
+ * How a failed pool run reads (it rejects on every rank):
+ * - a task handler threw on rank r: TaskError (rank r, the task) on every rank, rank r included;
+ * - rank r's `run` signal aborted: AbortError on rank r, PeerAbortedError (rank r) on the others;
+ * - rank r's run failed otherwise (neither a task's error nor an abort): that error on rank r,
+ *   RankFailedError (rank r) on the others.
+ * On the other ranks `cause` is rebuilt from the original's name and message (errors do not travel whole).
+ * A rank that dies outright (killed, exited) brings the whole job down through the launcher, as in MPI, so no
+ * rank is left to see an error for it.
  */
 
 export type ErrorCode =
@@ -67,7 +76,12 @@ export class TaskError extends WorkpoolError {
   }
 }
 
-/** Another rank of the job failed; `rank` names it. */
+/**
+ * A rank of the job can no longer take part; `rank` names it, `cause` says why. On that rank itself, when its
+ * receive loop fails (a frame that does not decode, a socket error), every pending and later `recv`,
+ * collective and `send` rejects with one naming the call, the rank and the cause. On the other ranks, a pool
+ * run that failed on that rank for a reason other than a task's error or an abort rejects with one naming it.
+ */
 export class RankFailedError extends WorkpoolError {
   readonly rank: number;
   constructor(rank: number, message: string, options?: { cause?: unknown }) {
@@ -77,11 +91,29 @@ export class RankFailedError extends WorkpoolError {
   }
 }
 
-/** A blocking call was cancelled through its AbortSignal; `cause` is the signal's reason. */
+/**
+ * A blocking call was cancelled through its AbortSignal on this rank; `cause` is the signal's reason. Its
+ * subclass PeerAbortedError is another rank's abort of a run this rank takes part in: `instanceof AbortError`
+ * (or `code === "WP_ABORTED"`) catches every abort, `instanceof PeerAbortedError` only the others'.
+ */
 export class AbortError extends WorkpoolError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("WP_ABORTED", message, options);
     this.name = "AbortError";
+  }
+}
+
+/**
+ * Another rank aborted a pool run this rank takes part in (its `run` signal aborted): `rank` names it, the
+ * message is that rank's ("run aborted on rank 2"), `cause` is its signal's reason, rebuilt here as an Error
+ * with the reason's name and message. An AbortError, with the same code.
+ */
+export class PeerAbortedError extends AbortError {
+  readonly rank: number;
+  constructor(rank: number, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PeerAbortedError";
+    this.rank = rank;
   }
 }
 

@@ -12,6 +12,7 @@ export {
   ConfigError,
   EncodeError,
   InvalidArgumentError,
+  PeerAbortedError,
   RankFailedError,
   TaskError,
   WorkpoolError,

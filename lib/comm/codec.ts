@@ -18,7 +18,10 @@ import { EncodeError } from "../errors.ts";
  * a Uint8Array payload (the common case for bulk data) never goes through msgpackr at all. Every other value
  * is encoded by msgpackr with `moreTypes`, which keeps typed arrays, Maps, Sets, Dates, Errors and BigInts
  * their own types across the wire; each body carries its own record definitions, so messages decode in any
- * order on any rank.
+ * order on any rank. What msgpack cannot express is not an error: as with JSON, a function (or an own
+ * property holding one) arrives as undefined and a class instance as a plain object of its own fields; the
+ * number -0 arrives as 0 (inside a Float64Array it stays -0). A symbol, or a circular structure, throws
+ * EncodeError. (test/comm/codec.test.ts checks each of these.)
  */
 export const HEADER_BYTES = 17;
 const MSGPACK = 0;

@@ -16,6 +16,8 @@ interface Queued extends Message {
 interface Pending {
   readonly source: number;
   readonly tag: number;
+  /** The call that posted it, for the error that may end it. */
+  readonly call: string;
   readonly resolve: (m: Message) => void;
   readonly reject: (e: Error) => void;
   cleanup: (() => void) | undefined;
@@ -34,7 +36,8 @@ export class Matcher {
   private pending: Pending[] = [];
   private seq = 0;
   private queued = 0;
-  private closedReason: string | undefined;
+  /** Once set (close or failure), what every pending and later receive rejects with. */
+  private refusal: ((call: string) => Error) | undefined;
 
   /** Number of messages waiting for a receive. */
   get size(): number {
@@ -91,14 +94,17 @@ export class Matcher {
     return { source: m.source, tag: m.tag, data: m.data };
   }
 
-  /** Waits for a matching message. Rejects with AbortError when `signal` aborts, ClosedError on close. */
+  /**
+   * Waits for a matching message. Rejects with AbortError when `signal` aborts (the receive is withdrawn and
+   * consumes nothing), with ClosedError after `close`, with `fail`'s error after `fail`.
+   */
   receive(source: number, tag: number, signal: AbortSignal | undefined, call: string): Promise<Message> {
-    if (this.closedReason) return Promise.reject(new ClosedError(`${call}: ${this.closedReason}`));
+    if (this.refusal) return Promise.reject(this.refusal(call));
     if (signal?.aborted) return Promise.reject(new AbortError(`${call} aborted`, { cause: signal.reason }));
     const m = this.take(source, tag);
     if (m) return Promise.resolve(m);
     return new Promise<Message>((resolve, reject) => {
-      const p: Pending = { source, tag, resolve, reject, cleanup: undefined };
+      const p: Pending = { source, tag, call, resolve, reject, cleanup: undefined };
       if (signal) {
         const onAbort = () => {
           const i = this.pending.indexOf(p);
@@ -112,14 +118,29 @@ export class Matcher {
     });
   }
 
-  /** Rejects every pending receive and refuses new ones. Queued messages stay readable by `take`. */
+  /**
+   * Rejects every pending receive, and every later one, with ClosedError "<call>: <reason>". Queued messages
+   * stay readable by `take`.
+   */
   close(reason: string): void {
-    this.closedReason = reason;
+    this.refuse((call) => new ClosedError(`${call}: ${reason}`));
+  }
+
+  /**
+   * Rejects every pending receive, and every later one, with `error(call)` (the call that posted it). Queued
+   * messages stay readable by `take`. After `close` or an earlier `fail` it does nothing.
+   */
+  fail(error: (call: string) => Error): void {
+    if (!this.refusal) this.refuse(error);
+  }
+
+  private refuse(error: (call: string) => Error): void {
+    this.refusal = error;
     const pending = this.pending;
     this.pending = [];
     for (const p of pending) {
       p.cleanup?.();
-      p.reject(new ClosedError(reason));
+      p.reject(error(p.call));
     }
   }
 }

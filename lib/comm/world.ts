@@ -1,9 +1,9 @@
 import { hostname } from "node:os";
-import { ClosedError, describe, InvalidArgumentError } from "../errors.ts";
+import { ClosedError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
 import { decodeFrame, decodeSplit, encodeMessage } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
-import { type JobEnv, readJobEnv } from "./env.ts";
+import { ENV, type JobEnv, readJobEnv } from "./env.ts";
 import { ANY, Matcher, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
 import { joinRendezvous } from "./rendezvous.ts";
@@ -44,6 +44,11 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   rank exits while a message to it is still on the way (its sender would otherwise keep trying to deliver it
  *   for LINGER_MS), whatever the app or a pool sent last; and a rank that fails inside `await using` or a
  *   `finally` still exits with its error, since `close()` does not wait for the others.
+ * - If this rank's receive loop fails (a frame that does not decode, a socket error), the world is failed:
+ *   every pending `recv` and collective rejects at once with RankFailedError naming the call and the cause,
+ *   and so does every later `send`, `recv` and collective (`tryRecv` still takes what arrived before). The
+ *   rank cannot finish the job: `close()` then only closes the sockets, and a process that ends with status 0
+ *   anyway exits with status 1 and a message saying why, so the launcher brings the job down.
  */
 export class World implements AsyncDisposable {
   readonly rank: number;
@@ -63,6 +68,9 @@ export class World implements AsyncDisposable {
   private received = 0;
   /** While `close` waits for messages still on their way here: how many in all, and what to wake. */
   private drain: { readonly expected: number; readonly resolve: () => void } | undefined;
+  /** Why this rank's receive loop failed (see `fail`); undefined while it works. */
+  private failureCause: Error | undefined;
+  private readonly failureListeners = new Set<(error: RankFailedError) => void>();
 
   /** @internal use `connect()` */
   constructor(env: JobEnv) {
@@ -91,6 +99,8 @@ export class World implements AsyncDisposable {
 
   /** @internal called by the transport for every received frame, or (with `body`) a message sent split. */
   onFrame = (frame: Buffer, body?: Buffer): void => {
+    // A frame that does not decode, or a listener that throws, throws out of here: the transport's receive
+    // loop then stops and calls `fail`.
     if (body) decodeSplit(frame, body, this.onMessage);
     else decodeFrame(frame, this.onMessage);
   };
@@ -113,14 +123,56 @@ export class World implements AsyncDisposable {
     let m = this.matchers.get(context);
     if (!m) {
       m = new Matcher();
+      if (this.failureCause) m.fail(this.failedError);
       this.matchers.set(context, m);
     }
     return m;
   }
 
-  /** @internal throws ClosedError once the world is closed. */
+  /** @internal throws ClosedError once the world is closed, RankFailedError once it has failed. */
   checkOpen(call: string): void {
     if (this.closed) throw new ClosedError(`${call}: the world is closed`);
+    if (this.failureCause) throw this.failedError(call);
+  }
+
+  /** The error a call (or, without `call`, a pool) gets from a failed world. */
+  private readonly failedError = (call?: string): RankFailedError => {
+    const cause = this.failureCause as Error;
+    const what = `rank ${this.rank} failed, it can no longer receive: ${cause.message}`;
+    return new RankFailedError(this.rank, call ? `${call}: ${what}` : what, { cause });
+  };
+
+  /**
+   * @internal This rank's receive loop failed with `cause` (the transport calls it; so does a message to this
+   * rank itself that does not decode): rejects every pending receive and collective with RankFailedError
+   * naming the call and `cause`, makes later calls reject too (see the class comment), and calls every
+   * `onFailure` listener. Sending stays possible for pools (to tell the other ranks). Only the first call counts.
+   */
+  fail(cause: Error): void {
+    if (this.failureCause) return;
+    this.failureCause = cause;
+    for (const m of this.matchers.values()) m.fail(this.failedError);
+    const error = this.failedError();
+    for (const listener of [...this.failureListeners]) listener(error);
+    this.failureListeners.clear();
+  }
+
+  /**
+   * @internal Calls `listener` once when this world fails (`fail`), at once if it has already failed. Returns a
+   * function that removes the listener.
+   */
+  onFailure(listener: (error: RankFailedError) => void): () => void {
+    if (this.failureCause) {
+      listener(this.failedError());
+      return () => {};
+    }
+    this.failureListeners.add(listener);
+    return () => this.failureListeners.delete(listener);
+  }
+
+  /** @internal The error of a failed world (see `fail`); undefined while it works. */
+  get failure(): RankFailedError | undefined {
+    return this.failureCause ? this.failedError() : undefined;
   }
 
   private checkRank(call: string, what: string, r: unknown, allowAny: boolean): void {
@@ -158,7 +210,13 @@ export class World implements AsyncDisposable {
    */
   private hand(dest: number, bytes: Buffer, counted: boolean, call: string): Promise<void> | undefined {
     if (dest === this.rank) {
-      queueMicrotask(() => this.onFrame(bytes));
+      queueMicrotask(() => {
+        try {
+          this.onFrame(bytes);
+        } catch (e) {
+          this.fail(e as Error);
+        }
+      });
       return undefined;
     }
     const t = this.transport;
@@ -309,7 +367,7 @@ export class World implements AsyncDisposable {
   close(): Promise<void> {
     if (!this.closing) {
       this.closed = true;
-      for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("recv: the world was closed");
+      for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");
       this.closing = this.transport?.flush() ?? Promise.resolve();
       this.finish().catch((e: unknown) => {
         process.emitWarning(`workpool rank ${this.rank}: close failed: ${(e as Error).message}`);
@@ -321,15 +379,21 @@ export class World implements AsyncDisposable {
   private async finish(): Promise<void> {
     const transport = this.transport;
     if (!transport) return;
-    // What every rank sent to every other, summed: the messages on their way here are the difference.
-    const sent = await coll.allreduce(this.channelIn(CLOSE_CONTEXT), [...this.sentTo], "sum");
-    const expected = sent[this.rank] ?? 0;
-    if (this.received < expected) {
-      await new Promise<void>((resolve) => {
-        this.drain = { expected, resolve };
-      });
+    try {
+      // A failed world cannot take part in close's collective: it only closes its sockets.
+      if (this.failureCause) return;
+      // What every rank sent to every other, summed: the messages on their way here are the difference.
+      const sent = await coll.allreduce(this.channelIn(CLOSE_CONTEXT), [...this.sentTo], "sum");
+      const expected = sent[this.rank] ?? 0;
+      if (this.received < expected && !this.failureCause) {
+        await new Promise<void>((resolve, reject) => {
+          this.drain = { expected, resolve };
+          this.onFailure(reject);
+        });
+      }
+    } finally {
+      await transport.close();
     }
-    await transport.close();
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -354,10 +418,8 @@ async function join(): Promise<World> {
   const world = new World(env);
   if (env.size === 1 && !env.rendezvous) return world;
   const address = env.transport === "ipc" ? `ipc://${env.ipcDir}/r${env.rank}` : `tcp://${env.host}:*`;
-  const transport = await Transport.bind(address, world.onFrame, (e) => {
-    process.emitWarning(`workpool rank ${env.rank}: receive failed: ${e.message}`);
-  });
-  const timeoutMs = Number(process.env.WORKPOOL_CONNECT_TIMEOUT_MS ?? 300_000);
+  const transport = await Transport.bind(address, world.onFrame, (e) => world.fail(e));
+  const timeoutMs = Number(process.env[ENV.connectTimeoutMs] ?? 300_000);
   const endpoints = await joinRendezvous(
     env.rendezvous as string,
     { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
@@ -370,7 +432,15 @@ async function join(): Promise<World> {
     // such an end is a failure, with a message the launcher passes on when it brings the job down.
     process.once("exit", (code) => {
       // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
-      if (world.isClosed || code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
+      if (code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
+      const failure = world.failure;
+      if (failure) {
+        // The app caught the failure and ended normally: the others would wait for this rank for good.
+        process.stderr.write(`workpool: ${failure.message}\n`);
+        process.exitCode = 1;
+        return;
+      }
+      if (world.isClosed) return;
       process.stderr.write(
         `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
           "collective, like MPI_Finalize: the others wait there for this rank)\n",

@@ -108,7 +108,8 @@ export class Pool<T = unknown> {
    * Runs `handler` on tasks until the pool has terminated; call it on every rank. Resolves to this rank's
    * statistics plus `result`: the values handlers returned on every rank, combined with `options.reduce`
    * (sum by default), the same on every rank. Rejects with TaskError if a handler threw on any rank,
-   * AbortError if `signal` aborted here.
+   * AbortError if `signal` aborted here (PeerAbortedError if it aborted on another rank), RankFailedError if
+   * this rank's messaging failed or another rank's run failed otherwise.
    */
   async run<R = number>(handler: TaskHandler<T, R>, options: RunOptions<R> = {}): Promise<RunResult<R>> {
     if (typeof handler !== "function") {
@@ -154,6 +155,8 @@ export class Pool<T = unknown> {
     this.stash = [];
     for (const m of stashed) this.route(...m);
     engine.start();
+    // This rank's messaging failed (its receive loop): the run fails here and tells the others.
+    const offFailure = this.world.onFailure((e) => engine.fail(e));
     const signal = options.signal;
     const onAbort = () =>
       engine.fail(new AbortError(`run aborted on rank ${this.world.rank}`, { cause: signal?.reason }));
@@ -168,6 +171,7 @@ export class Pool<T = unknown> {
     try {
       await engine.done;
     } finally {
+      offFailure();
       clearInterval(progress);
       signal?.removeEventListener("abort", onAbort);
       this.engine = undefined;

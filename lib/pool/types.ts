@@ -33,7 +33,7 @@ export interface TaskContext<T> {
 export type TaskHandler<T, R = unknown> = (task: T, ctx: TaskContext<T>) => R | void | Promise<R | void>;
 
 export interface RunOptions<R = unknown> {
-  /** Aborting makes `run` reject with AbortError on this rank and TaskError on the others. */
+  /** Aborting makes `run` reject with AbortError on this rank and PeerAbortedError (an AbortError) on the others. */
   readonly signal?: AbortSignal;
   /**
    * How the values handlers return are combined into `result`: an op name (`sum`, `min`, `max`, ... as for

@@ -20,7 +20,7 @@ export function share(movable: number, askerLoad: number): number {
  * NOTIFY    partner -> asker     {}                             "I have work now": sent to hungry askers
  */
 export const receiver: InitiationStrategy = {
-  summary: "an idle or low rank asks a partner for work; the partner gives about half its movable tasks",
+  summary: "a rank running low asks a partner, which gives about half its movable tasks",
   messages: ["request", "refuse", "notify"],
   taskMessages: ["transfer"],
   create: (host, partner) => new ReceiverInitiated(host, partner),

@@ -7,7 +7,7 @@ import { Backoff } from "./backoff.ts";
  * PUSH_ACK  partner -> sender    { l: partner's queued tasks before the push }
  */
 export const sender: InitiationStrategy = {
-  summary: "a rank above highWater pushes half its movable tasks to a partner; idle ranks wait",
+  summary: "a rank above highWater pushes half its movable tasks to a partner",
   messages: ["pushAck"],
   taskMessages: ["push"],
   create: (host, partner) => new SenderInitiated(host, partner),

@@ -24,7 +24,9 @@
  *                                                    request, answered by one status with tasks, or by going
  *                                                    idle)
  * DONE     coordinator -> worker  { r?: result }      the pool has terminated
- * FAIL     either way             { r: rank, msg, task }      a handler threw on rank r; everyone stops
+ * FAIL     either way             { r: rank, k: kind, msg, task?, cn?, cm? }  the run failed on rank r (a
+ *                                   handler threw, its signal aborted, or it failed otherwise: failure.ts);
+ *                                   everyone stops
  * STOP     worker -> coordinator  { r?: result }              a task called ctx.stop(result)
  * STOPPED  coordinator -> worker  { r?: result }              the first STOP the coordinator got: stop and resolve
  *                                                             with that result
@@ -49,8 +51,4 @@ export interface Status {
   f?: string;
 }
 
-export interface Fail {
-  r: number;
-  msg: string;
-  task?: unknown;
-}
+export type { FailBody as Fail } from "../failure.ts";

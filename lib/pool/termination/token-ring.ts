@@ -7,7 +7,7 @@ import type { DetectionStrategy, Detector, DistributedHost } from "../strategy.t
  *                                  (epoch ms) seen this round, n: round, r?: partial results }
  */
 export const tokenRing: DetectionStrategy = {
-  summary: "dual-pass token ring (Safra's counts, a sharper colour rule): one token circulates while ranks idle",
+  summary: "dual-pass token ring (Safra's counts, a sharper colour rule)",
   messages: ["token"],
   create: (host) => new TokenRing(host),
 };

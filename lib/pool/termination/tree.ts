@@ -7,7 +7,7 @@ import type { DetectionStrategy, Detector, DistributedHost } from "../strategy.t
  *                                  (epoch ms), 0 for an immediate acknowledgement, r?: partial results }
  */
 export const tree: DetectionStrategy = {
-  summary: "Dijkstra-Scholten: every task message is acknowledged; the root sees the tree of active ranks empty",
+  summary: "Dijkstra-Scholten: task messages are acknowledged; ends when the tree empties",
   messages: ["ack"],
   create: (host) => new Tree(host),
 };

@@ -1,0 +1,355 @@
+/**
+ * The wire format in this process (lib/comm/codec.ts): the header's fields at their extremes, every type the
+ * codec promises to keep (typed arrays, Maps, Sets, Dates, Errors, BigInts, nested objects; plain Uint8Array
+ * as raw bytes), several messages in one frame at odd offsets, split messages, bodies whose length uses every
+ * byte of the u32, self-contained bodies (decodable by a fresh decoder in any order), EncodeError for what
+ * cannot be encoded, and clear errors for corrupt frames.
+ */
+import test from "ava";
+import { Packr } from "msgpackr";
+import { decodeFrame, decodeSplit, encodeMessage, HEADER_BYTES, pack, unpack } from "../../lib/comm/codec.ts";
+import { EncodeError } from "../../lib/errors.ts";
+
+interface Decoded {
+  readonly source: number;
+  readonly context: number;
+  readonly tag: number;
+  readonly data: unknown;
+}
+
+function frame(buffer: Buffer): Decoded[] {
+  const out: Decoded[] = [];
+  decodeFrame(buffer, (source, context, tag, data) => out.push({ source, context, tag, data }));
+  return out;
+}
+
+function split(message: Buffer): Decoded {
+  const out: Decoded[] = [];
+  // As ZeroMQ hands them over: the header and the body each a buffer of its own.
+  const header = Buffer.from(message.subarray(0, HEADER_BYTES));
+  const body = Buffer.from(message.subarray(HEADER_BYTES));
+  decodeSplit(header, body, (source, context, tag, data) => out.push({ source, context, tag, data }));
+  return out[0] as Decoded;
+}
+
+/** `value` through both paths: alone in a frame, and split. */
+function roundTrips(value: unknown): [unknown, unknown] {
+  const message = encodeMessage(1, 2, 3, value, "send");
+  const decoded = frame(message);
+  if (decoded.length !== 1) throw new Error(`${decoded.length} messages decoded`);
+  return [decoded[0]?.data, split(message).data];
+}
+
+test("header fields survive at their extremes (the largest u32 is close's own context)", (t) => {
+  const max = 2 ** 32 - 1;
+  for (const [source, context, tag] of [
+    [0, 0, 0],
+    [1023, 2, 2 ** 31 - 1],
+    [max, max, max],
+    [0x01020304, 0x80000000, 0xff00ff00],
+  ] as const) {
+    const message = encodeMessage(source, context, tag, "x", "send");
+    t.deepEqual(frame(message), [{ source, context, tag, data: "x" }]);
+    t.deepEqual(split(message), { source, context, tag, data: "x" });
+  }
+});
+
+const SAME_VALUES: [string, unknown][] = [
+  ["undefined", undefined],
+  ["null", null],
+  ["true", true],
+  ["false", false],
+  ["zero", 0],
+  ["a negative int", -123456],
+  ["a float", 0.1],
+  ["NaN", Number.NaN],
+  ["Infinity", Number.POSITIVE_INFINITY],
+  ["-Infinity", Number.NEGATIVE_INFINITY],
+  ["the largest safe integer", Number.MAX_SAFE_INTEGER],
+  ["a number past 2^53", 2 ** 60],
+  ["a u32 past 2^31", 2 ** 31 + 5],
+  ["an empty string", ""],
+  ["a unicode string", "grüße, 世界 🎉"],
+  ["a long string", "ab".repeat(40_000)],
+  ["an empty array", []],
+  ["an empty object", {}],
+  ["a sparse array (holes become undefined)", [1, undefined, 3]],
+  ["nested objects and arrays", { a: [1, { b: [2, { c: "deep" }] }], d: { e: null } }],
+];
+
+for (const [what, value] of SAME_VALUES) {
+  test(`round trip: ${what}`, (t) => {
+    for (const got of roundTrips(value)) t.deepEqual(got, value);
+  });
+}
+
+test("round trip: BigInts of every size, positive and negative", (t) => {
+  for (const value of [
+    0n,
+    5n,
+    -1n,
+    2n ** 63n - 1n,
+    -(2n ** 63n),
+    2n ** 64n - 1n,
+    2n ** 64n,
+    2n ** 200n,
+    -(2n ** 130n),
+  ]) {
+    for (const got of roundTrips(value)) {
+      t.is(typeof got, "bigint", `${value}`);
+      t.is(got, value);
+    }
+  }
+});
+
+test("round trip: Dates (an invalid one too), Maps with any keys, Sets, RegExps", (t) => {
+  for (const got of roundTrips(new Date(Date.UTC(2024, 1, 29, 12, 0, 0, 123)))) {
+    t.true(got instanceof Date);
+    t.is((got as Date).toISOString(), "2024-02-29T12:00:00.123Z");
+  }
+  for (const got of roundTrips(new Date(Number.NaN))) {
+    t.true(got instanceof Date);
+    t.true(Number.isNaN((got as Date).getTime()));
+  }
+  const map = new Map<unknown, unknown>([
+    [1, "one"],
+    ["k", { nested: new Set([1, 2]) }],
+    [2n, [3]],
+  ]);
+  for (const got of roundTrips(map)) {
+    t.true(got instanceof Map);
+    t.deepEqual(got, map);
+  }
+  for (const got of roundTrips(new Set(["a", 1, null]))) {
+    t.true(got instanceof Set);
+    t.deepEqual([...(got as Set<unknown>)], ["a", 1, null]);
+  }
+  for (const got of roundTrips(/a+b/gi)) t.deepEqual(got, /a+b/gi);
+});
+
+test("round trip: Errors keep their class name and message", (t) => {
+  for (const error of [new Error("plain"), new RangeError("out of range"), new TypeError("wrong type")]) {
+    for (const got of roundTrips(error)) {
+      t.true(got instanceof Error);
+      t.is((got as Error).name, error.name);
+      t.is((got as Error).message, error.message);
+    }
+  }
+});
+
+const TYPED: [string, ArrayBufferView][] = [
+  ["Float64Array", new Float64Array([1.5, -0, Number.NaN, Number.MAX_VALUE])],
+  ["Float32Array", new Float32Array([1.5, -2.25])],
+  ["Int8Array", new Int8Array([-128, 127])],
+  ["Int16Array", new Int16Array([-32768, 32767])],
+  ["Int32Array", new Int32Array([-(2 ** 31), 2 ** 31 - 1])],
+  ["Uint16Array", new Uint16Array([0, 65535])],
+  ["Uint32Array", new Uint32Array([0, 2 ** 32 - 1])],
+  ["Uint8ClampedArray", new Uint8ClampedArray([0, 255])],
+  ["BigInt64Array", new BigInt64Array([-(2n ** 63n), 2n ** 63n - 1n])],
+  ["BigUint64Array", new BigUint64Array([0n, 2n ** 64n - 1n])],
+];
+
+for (const [name, value] of TYPED) {
+  test(`round trip: ${name} keeps its type and elements (-0 and NaN too), alone and nested`, (t) => {
+    const nested = roundTrips({ inside: [value] }).map((v) => (v as { inside: unknown[] }).inside[0]);
+    for (const got of [...roundTrips(value), ...nested]) {
+      t.is(got?.constructor?.name, name);
+      t.deepEqual([...(got as unknown as Iterable<unknown>)], [...(value as unknown as Iterable<unknown>)]);
+      if (name === "Float64Array") t.true(Object.is((got as Float64Array)[1], -0));
+    }
+  });
+}
+
+test("a typed array viewing part of a larger buffer sends its elements only", (t) => {
+  const backing = new ArrayBuffer(64);
+  new Float64Array(backing).set([9, 1, 2, 3, 9, 9, 9, 9]);
+  const view = new Float64Array(backing, 8, 3);
+  for (const got of roundTrips(view)) t.deepEqual([...(got as Float64Array)], [1, 2, 3]);
+  const bytes = new Uint8Array(backing, 8, 8);
+  for (const got of roundTrips(bytes)) {
+    t.is((got as Uint8Array).length, 8);
+    t.deepEqual(got, new Uint8Array(new Float64Array([1]).buffer));
+  }
+});
+
+test("a plain Uint8Array travels as raw bytes and arrives as a Uint8Array owning its buffer", (t) => {
+  for (const length of [0, 1, 64, 65, 1000]) {
+    const value = Uint8Array.from({ length }, (_, i) => (i * 7) & 0xff);
+    const message = encodeMessage(0, 0, 0, value, "send");
+    t.is(message.length, HEADER_BYTES + length, "no msgpack framing around raw bytes");
+    for (const got of roundTrips(value)) {
+      t.is((got as object).constructor, Uint8Array);
+      t.deepEqual(got, value);
+      // Its own buffer: keeping it does not keep the frame it came in alive.
+      t.is((got as Uint8Array).byteOffset, 0);
+      t.is((got as Uint8Array).buffer.byteLength, length);
+    }
+  }
+});
+
+test("a Buffer arrives as a Buffer, alone or nested", (t) => {
+  for (const got of roundTrips(Buffer.from("hello"))) {
+    t.true(Buffer.isBuffer(got));
+    t.is((got as Buffer).toString(), "hello");
+  }
+  for (const got of roundTrips({ b: Buffer.from("nested") })) {
+    t.true(Buffer.isBuffer((got as { b: unknown }).b));
+    t.is((got as { b: Buffer }).b.toString(), "nested");
+  }
+});
+
+test("what msgpack cannot tell apart, documented: -0 as a number becomes 0; functions become undefined", (t) => {
+  for (const got of roundTrips(-0)) t.true(Object.is(got, 0));
+  for (const got of roundTrips({ f: () => 1, x: 1 })) t.deepEqual(got, { f: undefined, x: 1 });
+  // Class instances arrive as plain objects with their own fields.
+  class Point {
+    constructor(
+      readonly x: number,
+      readonly y: number,
+    ) {}
+    norm() {
+      return Math.hypot(this.x, this.y);
+    }
+  }
+  for (const got of roundTrips(new Point(3, 4))) t.deepEqual({ ...(got as object) }, { x: 3, y: 4 });
+});
+
+test("several messages in one frame decode in order, each at an odd offset (the header is 17 bytes)", (t) => {
+  const values: unknown[] = [
+    new Float64Array([1, 2, 3]),
+    "a",
+    Uint8Array.from([1, 2, 3]),
+    new BigInt64Array([7n]),
+    { m: new Map([[1, new Int32Array([-5])]]) },
+    new Uint8Array(0),
+    null,
+  ];
+  const messages = values.map((v, i) => encodeMessage(i, 10 + i, 20 + i, v, "send"));
+  const decoded = frame(Buffer.concat(messages));
+  t.is(decoded.length, values.length);
+  for (const [i, d] of decoded.entries()) {
+    t.like(d, { source: i, context: 10 + i, tag: 20 + i });
+    t.deepEqual(d.data, values[i]);
+  }
+});
+
+test("bodies are self-contained: a fresh decoder reads same-shaped records in any order", (t) => {
+  const messages = [0, 1, 2, 3].map((i) =>
+    encodeMessage(
+      0,
+      0,
+      0,
+      [
+        { a: i, b: "x" },
+        { a: i + 1, b: "y", c: [{ a: 1, b: "z" }] },
+      ],
+      "send",
+    ),
+  );
+  for (const message of messages.reverse()) {
+    const fresh = new Packr({ moreTypes: true });
+    const i = (fresh.unpack(message.subarray(HEADER_BYTES)) as { a: number }[])[0]?.a as number;
+    t.deepEqual(fresh.unpack(message.subarray(HEADER_BYTES)), [
+      { a: i, b: "x" },
+      { a: i + 1, b: "y", c: [{ a: 1, b: "z" }] },
+    ]);
+  }
+  t.deepEqual(
+    frame(Buffer.concat(messages)).map((d) => (d.data as { a: number }[])[0]?.a),
+    [3, 2, 1, 0],
+  );
+});
+
+test("an encoded message stays as it was while later ones are encoded (it may wait in a queue)", (t) => {
+  const values = Array.from({ length: 2000 }, (_, i) => (i % 2 ? { i, s: "x".repeat(i % 97) } : new Float64Array([i])));
+  const messages = values.map((v, i) => encodeMessage(i, 0, i, v, "send"));
+  for (const [i, message] of messages.entries())
+    t.deepEqual(frame(message), [{ source: i, context: 0, tag: i, data: values[i] }]);
+});
+
+test("body lengths that use each byte of the u32 length field", (t) => {
+  for (const length of [255, 256, 65_535, 65_536, 2 ** 24 + 1]) {
+    const value = new Uint8Array(length);
+    value[0] = 1;
+    value[length - 1] = 2;
+    const message = encodeMessage(5, 6, 7, value, "send");
+    t.is(message.readUInt32LE(0), length);
+    // A second message right after it: the length must say exactly where the first ends.
+    const decoded = frame(Buffer.concat([message, encodeMessage(5, 6, 8, "next", "send")]));
+    t.is(decoded.length, 2);
+    const got = decoded[0]?.data as Uint8Array;
+    t.is(got.length, length);
+    t.is(got[0], 1);
+    t.is(got[length - 1], 2);
+    t.deepEqual(decoded[1], { source: 5, context: 6, tag: 8, data: "next" });
+    const whole = split(message).data as Uint8Array;
+    t.is(whole.length, length);
+    t.is(whole[length - 1], 2);
+  }
+});
+
+test("a split body that owns its buffer becomes the data without a copy; one that does not is copied", (t) => {
+  const message = encodeMessage(0, 0, 0, Uint8Array.from([1, 2, 3]), "send");
+  const header = message.subarray(0, HEADER_BYTES);
+  const own = Buffer.alloc(3); // not from Node's shared pool: it owns its whole buffer, as ZeroMQ's parts do
+  own.set([1, 2, 3]);
+  let got: unknown;
+  decodeSplit(header, own, (_s, _c, _t, data) => (got = data));
+  t.is((got as Uint8Array).buffer, own.buffer);
+  t.is((got as object).constructor, Uint8Array);
+  const shared = Buffer.from([9, 1, 2, 3]).subarray(1); // a view into a larger buffer
+  decodeSplit(header, shared, (_s, _c, _t, data) => (got = data));
+  t.not((got as Uint8Array).buffer, shared.buffer);
+  t.deepEqual(got, Uint8Array.from([1, 2, 3]));
+});
+
+test("data msgpackr cannot encode throws EncodeError naming the call, at any depth", (t) => {
+  const circular: Record<string, unknown> = {};
+  circular.self = circular;
+  for (const [value, why] of [
+    [Symbol("top"), /symbol/],
+    [{ deep: [1, { s: Symbol("deeper") }] }, /symbol/],
+    [circular, /./],
+  ] as const) {
+    const e = t.throws(() => encodeMessage(0, 0, 0, value, "allgather"), { instanceOf: EncodeError });
+    t.is(e?.code, "WP_ENCODE");
+    t.true(e?.message.startsWith("allgather: data cannot be encoded by msgpackr ("), e?.message);
+    t.regex(e?.message ?? "", why);
+    t.truthy(e?.cause);
+  }
+  // The encoder is still usable afterwards.
+  t.deepEqual(frame(encodeMessage(0, 0, 0, { ok: true }, "send"))[0]?.data, { ok: true });
+});
+
+test("corrupt frames and split messages throw errors that say what is wrong", (t) => {
+  const good = encodeMessage(1, 2, 3, "hello", "send");
+  t.deepEqual(frame(Buffer.alloc(0)), [], "an empty frame holds no message");
+  t.throws(() => frame(good.subarray(0, 10)), { message: "corrupt frame: 10 bytes left, less than a header" });
+  t.throws(() => frame(good.subarray(0, good.length - 1)), {
+    message: `corrupt frame: a message of ${good.length - HEADER_BYTES} bytes overruns the frame`,
+  });
+  const trailing = Buffer.concat([good, Buffer.from([1, 2])]);
+  const seen: unknown[] = [];
+  t.throws(() => decodeFrame(trailing, (_s, _c, _t, data) => seen.push(data)), {
+    message: "corrupt frame: 2 bytes left, less than a header",
+  });
+  t.deepEqual(seen, ["hello"], "the messages before the damage were delivered");
+  const badKind = Buffer.from(good);
+  badKind[16] = 9;
+  t.throws(() => frame(badKind), { message: "corrupt frame: unknown body kind 9" });
+  t.throws(() => decodeSplit(good.subarray(0, 16), good.subarray(HEADER_BYTES), () => {}), {
+    message: "corrupt message: a header of 16 bytes",
+  });
+  t.throws(() => decodeSplit(good.subarray(0, HEADER_BYTES), good.subarray(HEADER_BYTES + 1), () => {}), {
+    message: `corrupt message: header says ${good.length - HEADER_BYTES} bytes, body has ${good.length - HEADER_BYTES - 1}`,
+  });
+  t.throws(() => decodeSplit(badKind.subarray(0, HEADER_BYTES), good.subarray(HEADER_BYTES), () => {}), {
+    message: "corrupt message: unknown body kind 9",
+  });
+});
+
+test("pack and unpack round-trip a single value with the same types", (t) => {
+  const value = { m: new Map([["k", 1n]]), d: new Date(0), f: new Float32Array([0.5]), s: new Set([1]) };
+  t.deepEqual(unpack(pack(value)), value);
+});

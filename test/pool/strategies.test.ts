@@ -1,0 +1,65 @@
+/**
+ * The strategy registries and everything that lists strategies agree: config.ts names, the registries,
+ * the numbering of message kinds, the docs, and the launcher's help.
+ */
+import { readFileSync } from "node:fs";
+import test from "ava";
+import { INITIATION_STRATEGIES } from "../../lib/pool/balance/registry.ts";
+import { INITIATIONS, PARTNERS, TERMINATIONS } from "../../lib/pool/config.ts";
+import { ENGINE_MESSAGES, ENGINE_TASK_MESSAGES, protocolFor } from "../../lib/pool/distributed/protocol.ts";
+import { PARTNER_POLICIES } from "../../lib/pool/partner/registry.ts";
+import { TERMINATION_DETECTORS } from "../../lib/pool/termination/registry.ts";
+import { startWorkpool } from "../helpers/run.ts";
+
+test("the registries hold exactly the names config.ts lists, in the same order", (t) => {
+  t.deepEqual(Object.keys(INITIATION_STRATEGIES), [...INITIATIONS]);
+  t.deepEqual(Object.keys(PARTNER_POLICIES), [...PARTNERS]);
+  t.deepEqual(Object.keys(TERMINATION_DETECTORS), [...TERMINATIONS]);
+});
+
+test("every configuration numbers its message kinds 1..n without a clash, the engine's first", (t) => {
+  for (const i of INITIATIONS) {
+    for (const d of TERMINATIONS) {
+      const initiation = INITIATION_STRATEGIES[i];
+      const detector = TERMINATION_DETECTORS[d];
+      const p = protocolFor(initiation, detector);
+      const all = [
+        ...ENGINE_TASK_MESSAGES,
+        ...ENGINE_MESSAGES,
+        ...initiation.taskMessages,
+        ...initiation.messages,
+        ...detector.messages,
+      ];
+      t.deepEqual(
+        all.map((k) => p.tag.get(k)),
+        all.map((_, n) => n + 1),
+        `${i}/${d}`,
+      );
+      for (const k of initiation.taskMessages) t.is(p.kinds[p.tag.get(k) as number]?.owner, "tasks");
+      for (const k of detector.messages) t.is(p.kinds[p.tag.get(k) as number]?.owner, "detector");
+    }
+  }
+  t.throws(() => protocolFor({ taskMessages: ["transfer"], messages: ["token"] }, { messages: ["token"] }), {
+    message: /message kind "token" declared twice/,
+  });
+});
+
+test("docs/distributed.md names every strategy in its option table", (t) => {
+  const docs = readFileSync(new URL("../../docs/distributed.md", import.meta.url), "utf8");
+  const row = (option: string) => docs.split("\n").find((l) => l.startsWith(`| \`${option}\``)) ?? "";
+  for (const name of INITIATIONS) t.true(row("initiation").includes(`\`${name}\``), `initiation ${name}`);
+  for (const name of PARTNERS) t.true(row("partner").includes(`\`${name}\``), `partner ${name}`);
+  for (const name of TERMINATIONS) t.true(row("termination").includes(`\`${name}\``), `termination ${name}`);
+});
+
+test("workpool launch --help lists every strategy with its summary", async (t) => {
+  const r = await startWorkpool(["launch", "--help"]).result;
+  t.is(r.code, 0, r.stderr);
+  const registries = [INITIATION_STRATEGIES, PARTNER_POLICIES, TERMINATION_DETECTORS] as const;
+  for (const registry of registries) {
+    for (const [name, s] of Object.entries(registry)) {
+      t.true(r.stdout.includes(name), `help names ${name}`);
+      t.true(r.stdout.replace(/\s+/g, " ").includes(s.summary), `help gives the summary of ${name}`);
+    }
+  }
+});
