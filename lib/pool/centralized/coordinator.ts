@@ -1,3 +1,4 @@
+import { deferred } from "../../deferred.ts";
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
@@ -63,9 +64,8 @@ const holding = (w: WorkerState): number => w.granted + w.kept - w.done - w.give
  * every status before its latest (with the partial results it carries).
  */
 export class Coordinator<T> implements Engine<T> {
-  readonly done: Promise<void>;
-  private resolve!: () => void;
-  private reject!: (e: Error) => void;
+  private readonly settled = deferred();
+  readonly done = this.settled.promise;
   /** Dealt oldest first: what workers give back are the roots of their biggest subtrees. */
   private readonly queue = new TaskQueue<T>("fifo");
   private readonly workers: WorkerState[] = [];
@@ -81,10 +81,6 @@ export class Coordinator<T> implements Engine<T> {
     private readonly rt: PoolRuntime,
     initial: readonly PendingPut<T>[],
   ) {
-    this.done = new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     for (let r = 0; r < rt.size; r++) {
       // With `coordinatorWorks`, this rank's own worker is dealt to like any other (WorkingCoordinator).
       if (r === rt.config.coordinator && !rt.config.coordinatorWorks) continue;
@@ -301,7 +297,7 @@ export class Coordinator<T> implements Engine<T> {
     const result = this.rt.results.take();
     this.rt.results.final = result;
     for (const w of this.workers) this.rt.send(w.rank, TAG.done, withResult({}, result));
-    this.resolve();
+    this.settled.resolve();
   }
 
   private abort(f: Fail, source: number): void {
@@ -312,7 +308,7 @@ export class Coordinator<T> implements Engine<T> {
       TAG.fail,
       f,
     );
-    this.reject(failFromMessage(f));
+    this.settled.reject(failFromMessage(f));
   }
 
   /** Ends the run on purpose: the first stop to arrive here wins; every worker is told. */
@@ -321,7 +317,7 @@ export class Coordinator<T> implements Engine<T> {
     this.finished = true;
     this.rt.endStopped(result);
     for (const w of this.workers) this.rt.send(w.rank, TAG.stopped, withResult({}, result));
-    this.resolve();
+    this.settled.resolve();
   }
 
   fail(error: Error): void {
@@ -333,6 +329,6 @@ export class Coordinator<T> implements Engine<T> {
       TAG.fail,
       failureBody(this.rt.rank, error),
     );
-    this.reject(error);
+    this.settled.reject(error);
   }
 }

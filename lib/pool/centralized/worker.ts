@@ -1,3 +1,5 @@
+import { deferred } from "../../deferred.ts";
+import { FLUSH_TASKS, TaskBatch } from "../batch.ts";
 import { Executor, now } from "../executor.ts";
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
@@ -8,8 +10,6 @@ import { type Fail, type Status, TAG } from "./protocol.ts";
 
 /** Largest number of tasks a worker asks to hold. */
 const MAX_CAPACITY = 8192;
-/** Tasks waiting to go to the coordinator are sent once this many wait, else at the end of the slice. */
-const FLUSH_TASKS = 512;
 /** Most tasks sent back in one status. */
 const MAX_RELEASE = 4096;
 /** Largest factor by which running dry raises the capacity computed from round trips. */
@@ -36,9 +36,8 @@ const MAX_BOOST = 64;
  * many tasks it holds as of each status, and the values its handlers returned since the last status.
  */
 export class CentralWorker<T> implements Engine<T> {
-  readonly done: Promise<void>;
-  private resolve!: () => void;
-  private reject!: (e: Error) => void;
+  private readonly settled = deferred();
+  readonly done = this.settled.promise;
   /** Tasks put on this rank and kept, run in the pool's order; tasks granted, run in the order dealt. */
   private readonly own: TaskQueue<T>;
   private readonly dealt = new TaskQueue<T>("fifo");
@@ -55,10 +54,11 @@ export class CentralWorker<T> implements Engine<T> {
   private given = 0;
   private sent = 0;
   private reportedDone = 0;
-  /** Tasks (and priorities) waiting to go to the coordinator with the next status. */
-  private outTasks: T[] = [];
-  private outPrios: number[] = [];
-  private outNonZero = false;
+  /**
+   * Tasks waiting to go to the coordinator with the next status: sent once full (batch.ts), else at the end
+   * of the slice or when idle.
+   */
+  private readonly out = new TaskBatch<T>();
   /** A RELEASE not yet answered. */
   private owed = false;
   /** When the pending request for work was sent (-1: none pending). */
@@ -77,10 +77,6 @@ export class CentralWorker<T> implements Engine<T> {
     ctx: TaskContext<T>,
     initial: readonly PendingPut<T>[],
   ) {
-    this.done = new Promise<void>((resolve, reject) => {
-      this.resolve = resolve;
-      this.reject = reject;
-    });
     this.own = new TaskQueue<T>(rt.config.order);
     this.keep = rt.config.keep;
     this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
@@ -122,25 +118,15 @@ export class CentralWorker<T> implements Engine<T> {
       own.push(task, priority);
       this.kept++;
       this.giveBack(1);
-    } else this.queueOut(task, priority);
+    } else this.out.add(task, priority);
     if (this.parked) this.wakeUp();
-    else if (this.outTasks.length >= FLUSH_TASKS) this.sendStatus(false);
-  }
-
-  private queueOut(task: T, priority: number): void {
-    this.outTasks.push(task);
-    this.outPrios.push(priority);
-    if (priority !== 0) this.outNonZero = true;
+    else if (this.out.size >= FLUSH_TASKS) this.sendStatus(false);
   }
 
   /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then the oldest own. */
   private giveBack(n: number): number {
-    const before = this.outTasks.length;
-    this.dealt.give(n, this.outTasks, this.outPrios);
-    this.own.give(n - (this.outTasks.length - before), this.outTasks, this.outPrios);
-    const moved = this.outTasks.length - before;
-    if (!this.outNonZero)
-      for (let i = before; i < this.outTasks.length; i++) if (this.outPrios[i] !== 0) this.outNonZero = true;
+    const dealt = this.out.takeFrom(this.dealt, n);
+    const moved = dealt + this.out.takeFrom(this.own, n - dealt);
     this.given += moved;
     return moved;
   }
@@ -156,14 +142,13 @@ export class CentralWorker<T> implements Engine<T> {
   }
 
   private sendStatus(request: boolean): void {
-    const t = this.outTasks;
     const body: Status = {
       s: this.seq++,
       d: this.executed,
       k: this.kept,
       v: this.given,
-      n: this.sent + t.length,
-      t,
+      n: this.sent + this.out.size,
+      t: [],
       c: Math.max(this.capacity, this.hold),
       m: this.exec.meanTaskMs(),
       l: this.queued(),
@@ -172,12 +157,9 @@ export class CentralWorker<T> implements Engine<T> {
     };
     const r = this.rt.results.take();
     if (r) body.r = r;
-    if (this.outNonZero) body.q = this.outPrios;
+    const t = this.out.drainInto(body);
     if (this.rt.trace && t.length > 0) body.f = this.rt.trace.flowOut(`put ${t.length} to coordinator`);
     this.sent += t.length;
-    this.outTasks = [];
-    this.outPrios = [];
-    this.outNonZero = false;
     this.reportedDone = this.executed;
     if (request) this.requestSentAt = now();
     body.w = this.requestSentAt >= 0 ? 1 : 0;
@@ -221,7 +203,7 @@ export class CentralWorker<T> implements Engine<T> {
           this.sendStatus(false);
         }
         if (exec.sliceOver()) {
-          if (this.outTasks.length > 0) this.sendStatus(false);
+          if (this.out.size > 0) this.sendStatus(false);
           await exec.yield();
           if (this.finished || this.stopping) return;
         }
@@ -233,7 +215,7 @@ export class CentralWorker<T> implements Engine<T> {
       // would leave the coordinator waiting for the answer, and never asking this worker again.)
       const owed = this.owed;
       this.owed = false;
-      if (owed || this.executed > this.reportedDone || this.outTasks.length > 0 || this.requestSentAt < 0) {
+      if (owed || this.executed > this.reportedDone || this.out.size > 0 || this.requestSentAt < 0) {
         this.sendStatus(this.requestSentAt < 0);
       }
       if (this.queued() > 0) continue;
@@ -283,16 +265,16 @@ export class CentralWorker<T> implements Engine<T> {
       this.rt.results.final = body.r as WireResult;
       this.rt.stats.counters.capacity = this.capacity;
       this.rt.stats.counters.rttUs = Math.round(this.rttMs * 1000);
-      this.resolve();
+      this.settled.resolve();
       this.wakeUp();
     } else if (tag === TAG.fail) {
       this.finished = true;
-      this.reject(failFromMessage(body as unknown as Fail));
+      this.settled.reject(failFromMessage(body as unknown as Fail));
       this.wakeUp();
     } else if (tag === TAG.stopped) {
       this.finished = true;
       this.rt.endStopped(body.r as WireResult);
-      this.resolve();
+      this.settled.resolve();
       this.wakeUp();
     }
   }
@@ -313,7 +295,7 @@ export class CentralWorker<T> implements Engine<T> {
     if (this.finished) return;
     this.finished = true;
     sendFail(this.rt, [this.rt.config.coordinator], TAG.fail, failureBody(this.rt.rank, error));
-    this.reject(error);
+    this.settled.reject(error);
     this.wakeUp();
   }
 }
