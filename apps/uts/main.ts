@@ -2,8 +2,8 @@
  * Unbalanced Tree Search (UTS, Olivier et al., LCPC 2006) on a workpool: count the nodes, leaves and depth of a
  * tree that exists only as a SHA-1 splittable random number generator, its shape unknown until walked.
  *
- *   workpool launch -n 8 [--pool ...] apps/uts [--tree NAME | UTS flags] [--sequential] [--verify] [--json]
- *     [--repeat K] [--list]
+ *   workpool launch -n 8 [--pool ...] apps/uts [--tree NAME | UTS flags] [--sequential] [--verify] [--speedup]
+ *     [--json] [--repeat K] [--list]
  *
  * `--tree T1` names a published sample tree (T1-T5, T1L-T3L, T1XL, T1XXL, T3XXL, T2XXL, T1WL-T3WL) or a small
  * one of ours (T1XS, the default, ~1M nodes; T1XXS-T5XXS, thousands); `--list` prints them with their counts.
@@ -12,7 +12,8 @@
  * -m, -r seed, -f hybrid shift, -g granularity (long forms: --type, --shape, --depth, --b0, --q, --m, --seed,
  * --shift, --granularity). A task is one node. `--sequential`: a plain explicit-stack loop on rank 0 instead,
  * the benchmark's reference. `--verify`: the counts must equal the named tree's, else a sequential search's;
- * a mismatch exits 1. `--repeat K`: K runs in the same processes, the fastest reported. Rank 0 prints
+ * a mismatch exits 1. `--speedup`: after the pool runs, rank 0 times the sequential loop on the same tree (as
+ * many runs, the fastest kept) and prints both times, the speedup and the efficiency. `--repeat K`: K runs in the same processes, the fastest reported. Rank 0 prints
  * `uts T1: 4130071 nodes, 3305118 leaves, depth 10 (distributed, 2 ranks, 8.123 s)`, or JSON with `--json`.
  */
 import { connect } from "workpool";
@@ -61,6 +62,7 @@ await runApp(
 
     if (world.rank === 0 && first) {
       const seconds = Math.min(...runs);
+      const baseline = options.speedup ? sequentialBaseline(tree, options.repeat, first) : undefined;
       if (options.json) {
         const timing = options.repeat > 1 ? { runs: runs.map((r) => Number(r.toFixed(4))) } : {};
         const { label, params } = options;
@@ -73,6 +75,9 @@ await runApp(
             variant,
             ranks,
             ...timing,
+            ...(baseline
+              ? { seqSeconds: Number(baseline.toFixed(4)), speedup: Number((baseline / seconds).toFixed(3)) }
+              : {}),
           }),
         );
       } else {
@@ -80,12 +85,33 @@ await runApp(
         const fastest =
           options.repeat > 1 ? `, fastest of ${options.repeat}: ${runs.map((r) => r.toFixed(3)).join(" ")}` : "";
         console.log(`${APP} ${options.label}: ${formatCounts(first)} (${where}, ${seconds.toFixed(3)} s${fastest})`);
+        if (baseline !== undefined) {
+          const speedup = baseline / seconds;
+          console.log(
+            `${APP}: ${variant} on ${ranks} ranks ${seconds.toFixed(3)} s, sequential loop ${baseline.toFixed(3)} s: ` +
+              `speedup ${speedup.toFixed(2)}x, efficiency ${(speedup / ranks).toFixed(2)}`,
+          );
+        }
       }
       if (options.verify) verify(options, first, tree);
     }
     await world.close();
   },
 );
+
+/** The fastest of `repeat` runs of the sequential loop (seconds); its counts must equal the pool's. */
+function sequentialBaseline(tree: Tree, repeat: number, counts: Counts): number {
+  let best = Number.POSITIVE_INFINITY;
+  for (let run = 0; run < repeat; run++) {
+    const t0 = performance.now();
+    const sequential = searchSequential(tree);
+    best = Math.min(best, (performance.now() - t0) / 1000);
+    const differs = countsMismatch(sequential, counts);
+    if (differs !== undefined)
+      throw new Error(`${APP}: the sequential loop found other counts than the pool: ${differs}`);
+  }
+  return best;
+}
 
 /** Checks `counts` against the named tree's, else against a sequential search here; a mismatch exits 1. */
 function verify(options: UtsOptions, counts: Counts, tree: Tree): void {

@@ -17,6 +17,7 @@ const SPEC = {
   ...(Object.fromEntries(Object.keys(PARAM_OPTIONS).map((name) => [name, "value"])) as Record<string, "value">),
   sequential: "switch",
   verify: "switch",
+  speedup: "switch",
   json: "switch",
   repeat: "value",
   list: "switch",
@@ -30,6 +31,8 @@ export interface UtsOptions {
   readonly known: SampleTree | undefined;
   readonly sequential: boolean;
   readonly verify: boolean;
+  /** `--speedup`: after the pool runs, time the sequential loop on rank 0 and print both, with the speedup. */
+  readonly speedup: boolean;
   readonly json: boolean;
   readonly repeat: number;
   /** `--list`: print the named trees and stop. */
@@ -95,6 +98,10 @@ export function parseOptions(argv: readonly string[]): UtsOptions {
     : formatParams(params);
   const sequential = args.sequential === true;
   const verify = args.verify === true;
+  const speedup = args.speedup === true;
+  if (sequential && speedup) {
+    throw new InputError(`${APP}: --speedup compares a pool run with the sequential loop; drop --sequential`);
+  }
   if (sequential && verify && !known) {
     throw new InputError(
       `${APP}: --verify needs known counts or a pool run to check against the sequential search; ` +
@@ -107,6 +114,7 @@ export function parseOptions(argv: readonly string[]): UtsOptions {
     known,
     sequential,
     verify,
+    speedup,
     json: args.json === true,
     repeat: intOption(APP, "repeat", args.repeat as string | undefined, 1, 1, MAX_REPEAT),
     list: args.list === true,

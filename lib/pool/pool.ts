@@ -101,7 +101,23 @@ export class Pool<T = unknown> {
     } else {
       this.putsBeforeRun++;
       this.pending.push({ task, priority, to });
+      awaitRun(this as Pool<unknown>);
     }
+  }
+
+  /** The pool's name in statistics, traces and messages: `pool1` for the first pool a world made. */
+  get name(): string {
+    return `pool${this.context - 1}`;
+  }
+
+  /** @internal Tasks put and waiting for a run. */
+  get waiting(): number {
+    return this.pending.length;
+  }
+
+  /** @internal The rank this pool object lives on. */
+  get rank(): number {
+    return this.world.rank;
   }
 
   /**
@@ -123,7 +139,7 @@ export class Pool<T = unknown> {
     stats.startedAt = performance.timeOrigin + performance.now();
     const t0 = performance.now();
     this.epoch++;
-    const name = `pool${this.context - 1}`;
+    const name = this.name;
     const coordinating =
       this.config.mode === "centralized" &&
       !this.config.coordinatorWorks &&
@@ -142,6 +158,7 @@ export class Pool<T = unknown> {
     const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);
     const initial = this.pending;
     this.pending = [];
+    unrun.delete(this as Pool<unknown>);
     this.putsBeforeRun = 0;
     const ctx = {
       rank: this.world.rank,
@@ -220,6 +237,29 @@ export class Pool<T = unknown> {
   async gatherStats(root = 0): Promise<PoolStats[] | undefined> {
     return this.world.gather(this.last ?? emptyStats(this.world.rank, this.config.mode), root);
   }
+}
+
+/**
+ * Pools holding tasks that were put and that no run has taken. A task put is a promise to run it: if the
+ * process ends with some still waiting (no `run` after the puts, on this rank), it fails with a message that
+ * names the pool, instead of dropping them silently and exiting 0.
+ */
+const unrun = new Set<Pool<unknown>>();
+let exitCheck = false;
+
+function awaitRun(pool: Pool<unknown>): void {
+  unrun.add(pool);
+  if (exitCheck) return;
+  exitCheck = true;
+  process.on("exit", (code) => {
+    if (unrun.size === 0 || code !== 0) return;
+    const pools = [...unrun].map((p) => `${p.name} holds ${p.waiting} task${p.waiting === 1 ? "" : "s"}`);
+    process.stderr.write(
+      `workpool: rank ${[...unrun][0]?.rank}: tasks were put and never run (${pools.join("; ")}): ` +
+        "call pool.run(handler) on every rank after the puts\n",
+    );
+    process.exitCode = 1;
+  });
 }
 
 declare module "../comm/world.ts" {

@@ -209,7 +209,22 @@ test("app: a tree given by UTS flags is verified against the sequential search; 
   t.regex(r.stderr, /uts: verified: 8383 nodes, 4279 leaves, depth 31, as the sequential search found/);
 });
 
+test("app: --speedup times the sequential loop after the pool and prints both, side by side", async (t) => {
+  const text = await launch(2, "distributed", ["--tree", "T1XXS", "--speedup"]);
+  ok(t, text);
+  t.regex(
+    rank0(text.stdout)[1] ?? "",
+    /^uts: distributed on 2 ranks (\d+\.\d{3}) s, sequential loop (\d+\.\d{3}) s: speedup \d+\.\d{2}x, efficiency \d\.\d{2}$/,
+  );
+  const json = jsonLine(t, await launch(2, "distributed", ["--tree", "T1XXS", "--speedup", "--json"]));
+  t.like(json, { tree: "T1XXS", ...SMALL.T1XXS, ranks: 2 });
+  const { seconds, seqSeconds, speedup } = json as { seconds: number; seqSeconds: number; speedup: number };
+  t.true(seqSeconds > 0);
+  t.true(Math.abs(speedup - seqSeconds / seconds) < 0.01 * speedup + 0.002, JSON.stringify(json));
+});
+
 for (const [args, line] of [
+  [["--sequential", "--speedup"], /^uts: --speedup compares a pool run with the sequential loop; drop --sequential$/],
   [["--tree", "T9"], /^uts: unknown tree "T9" for --tree/],
   [["-d", "-1"], /^uts: option -d\/--depth must be a whole number from 1 to 1000000; got "-1"$/],
 ] as const) {
