@@ -1,15 +1,13 @@
 /** Internals the launcher, benchmarks and tests need. Not part of the stable API. */
 
 export { pack, unpack } from "./comm/codec.ts";
-export type { JobEnv, TransportKind } from "./comm/env.ts";
+export type { TransportKind } from "./comm/env.ts";
 export { ENV, rankEnvironment, readJobEnv } from "./comm/env.ts";
-export type { RankInfo, RendezvousService } from "./comm/rendezvous.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
-export { CONTEXT } from "./comm/world.ts";
 export type { ControlAddress } from "./runtime/control.ts";
 export { parseControlAddress, tcpControlAddress } from "./runtime/control.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
-export { DISTRIBUTED_COMBINATIONS, INITIATIONS, MODES, ORDERS, PARTNERS, TERMINATIONS } from "./pool/config.ts";
+export { DISTRIBUTED_COMBINATIONS, INITIATIONS, PARTNERS, TERMINATIONS } from "./pool/config.ts";
 export { resolvePoolConfig } from "./pool/options.ts";
 export { PARTNER_POLICIES } from "./pool/partner/registry.ts";
 export { testSeams } from "./pool/runtime.ts";

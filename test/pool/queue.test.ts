@@ -5,9 +5,8 @@
  * against a naive model.
  */
 import test from "ava";
+import { ORDERS } from "../../lib/pool/config.ts";
 import { type TaskOrder, TaskQueue } from "../../lib/pool/queue.ts";
-
-const ORDERS: readonly TaskOrder[] = ["lifo", "fifo"];
 
 /** Pops until empty. */
 function drain<T>(q: TaskQueue<T>): T[] {
