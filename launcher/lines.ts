@@ -1,10 +1,15 @@
 import type { Readable, Writable } from "node:stream";
 
+/** A line longer than this (characters) is passed on in pieces, each ending with CONTINUED. */
+export const MAX_LINE = 1 << 20;
+export const CONTINUED = " [workpool: line continues]";
+
 /**
  * Copies a rank's output stream to `out` whole lines at a time, each behind `prefix`, so lines from
  * different ranks never mix within a line. A last line without a newline is completed at end of stream.
  * `onLine` sees the last non-empty line of each chunk (without prefix), for failure summaries, or every
- * line when `everyLine` is set (the report channel).
+ * line when `everyLine` is set (the report channel). A rank that prints a huge line without a newline is
+ * passed on in pieces of MAX_LINE characters, so the launcher never holds more than one piece of it.
  */
 export function pipeLines(
   input: Readable,
@@ -35,6 +40,10 @@ export function pipeLines(
     const cut = chunk.lastIndexOf("\n");
     if (cut < 0) {
       rest += chunk;
+      while (rest.length > MAX_LINE) {
+        emit(`${rest.slice(0, MAX_LINE)}${CONTINUED}`);
+        rest = rest.slice(MAX_LINE);
+      }
       return;
     }
     const text = rest + chunk.slice(0, cut);

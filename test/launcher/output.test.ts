@@ -1,5 +1,6 @@
 import test from "ava";
 import { fixture, linesOf, run, runAlone } from "../helpers/run.ts";
+import { CONTINUED, MAX_LINE } from "../../launcher/lines.ts";
 import { longLine, SOLO_TEXT } from "../helpers/text.ts";
 
 const LINES = fixture("lines.ts");
@@ -45,4 +46,24 @@ test("with --no-prefix, rank 0's output reads exactly as when the app runs alone
   t.is(alone.stdout, SOLO_TEXT);
   t.is(launched.stderr, "solo stderr\n");
   t.is(alone.stderr, "solo stderr\n");
+});
+
+test("a huge line without a newline is passed on in pieces; the launcher survives it", async (t) => {
+  const n = 40_000_000;
+  const r = await run(["-n", "1", fixture("long-line.ts"), String(n)]);
+  t.is(r.code, 0, r.stderr.slice(0, 2000));
+  const lines = linesOf(r.stdout);
+  t.is(lines.at(-1), "[0] after");
+  const pieces = lines.slice(0, -1);
+  t.true(pieces.length > 30, `${pieces.length} pieces`);
+  let chars = 0;
+  for (const [i, line] of pieces.entries()) {
+    t.true(line.startsWith("[0] x"));
+    const last = i === pieces.length - 1;
+    t.is(line.endsWith(CONTINUED), !last);
+    const body = line.slice("[0] ".length, last ? undefined : -CONTINUED.length);
+    t.true(body.length <= MAX_LINE);
+    chars += body.length;
+  }
+  t.is(chars, n, "every character arrives once");
 });
