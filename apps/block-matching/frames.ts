@@ -8,8 +8,9 @@
  *   (netpbm allows that); header comments (`#` to the end of the line) are allowed. Samples are used as is
  *   (not rescaled to 255). All frames must have the same size.
  */
-import { open, readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { InputError } from "../common/errors.ts";
+import { openInput, readInput } from "../common/files.ts";
 
 export interface Frame {
   readonly width: number;
@@ -55,7 +56,7 @@ export function checkFrame(frame: Frame, what = "frame"): Frame {
 
 /** Number of whole frames in an I420 file; rejects when its size is not a whole number of frames. */
 export async function yuvFrameCount(path: string, width: number, height: number): Promise<number> {
-  await using fh = await open(path, "r");
+  await using fh = await openInput(path);
   return frameCountOf(path, (await fh.stat()).size, width, height);
 }
 
@@ -86,7 +87,7 @@ export async function readYuv(
   height: number,
   selection: FrameSelection = {},
 ): Promise<Frame[]> {
-  await using fh = await open(path, "r");
+  await using fh = await openInput(path);
   const total = frameCountOf(path, (await fh.stat()).size, width, height);
   const first = selection.first ?? 0;
   const count = selection.count ?? total - first;
@@ -192,7 +193,7 @@ export async function readPgm(paths: string | readonly string[]): Promise<Frame[
   const list = typeof paths === "string" ? [paths] : paths;
   const frames: Frame[] = [];
   for (const path of list) {
-    for (const f of parsePgm(await readFile(path), path)) {
+    for (const f of parsePgm(await readInput(path), path)) {
       const first = frames[0];
       if (first !== undefined && (first.width !== f.width || first.height !== f.height)) {
         throw new InputError(

@@ -9,8 +9,8 @@
  * are ignored, `\r\n` line ends accepted. Every error is an `InputError` whose message starts with
  * `FILE:LINE:` (or `FILE:` for whole-file problems) and says what is wrong.
  */
-import { open } from "node:fs/promises";
 import { InputError } from "../common/errors.ts";
+import { openInput } from "../common/files.ts";
 import { ArcList, buildGraph, checkRange, type Graph } from "./graph.ts";
 
 export interface DimacsOptions {
@@ -208,7 +208,7 @@ export async function readDimacs(
   chunkBytes: number = DEFAULT_CHUNK_BYTES,
 ): Promise<Graph> {
   const parser = new DimacsParser(path, options);
-  await using fh = await open(path, "r");
+  await using fh = await openInput(path);
   let buf = Buffer.allocUnsafe(Math.max(64, chunkBytes));
   let have = 0;
   for (;;) {

@@ -262,6 +262,18 @@ const BAD_INPUT: [title: string, app: string, args: (dir: string) => Promise<str
     /^block-matching: cannot read .*nope\.pgm: no such file$/,
   ],
   [
+    "a directory as --graph",
+    SHORTEST_PATHS,
+    async (dir) => ["--graph", dir],
+    /^shortest-paths: .* is a directory; expected a file$/,
+  ],
+  [
+    "a directory as --yuv",
+    BLOCK_MATCHING,
+    async (dir) => ["--yuv", dir, "--size", "64x64"],
+    /^block-matching: .* is a directory; expected a file$/,
+  ],
+  [
     "--repeat 0",
     SHORTEST_PATHS,
     async () => ["--generate", "grid:3x4", "--repeat", "0"],
