@@ -71,20 +71,29 @@ Exit status: 0 when every rank exits 0; otherwise the failing rank's status (128
 
 const COMPARE_HELP = `Usage: workpool compare [options] <app> [app args...]
 
-Runs <app> under each pool configuration, K times each, and prints a table: median wall time (min, max),
-tasks, tasks moved, pool messages, idle fraction, efficiency (busy / (ranks x wall)) and termination
-latency, with the fastest marked. Checks that every run's rank-0 JSON result line agrees (timing keys
-such as "seconds" ignored): pass the app's --json flag.
+Runs <app> under each pool configuration, K times each, at each rank count, and prints a table: median
+wall time in pool runs (min, max), tasks, tasks moved, pool messages, idle fraction, busy fraction
+(busy / (ranks x wall)), termination latency, and with --baseline speedup and efficiency; the fastest
+at each rank count is marked. Checks that every run's rank-0 JSON result line agrees (pass the app's
+--json flag); a disagreement is printed first, marks no configuration fastest, and makes the status 1.
+The check leaves out, at any depth, timing keys (last word seconds, ms, millis or time: seconds,
+seqSeconds, solveMs, wall_time), the names elapsed, wall, variant, pool, mode, ranks, np, and --ignore.
 
 Options:
-  -n, --np N          number of ranks (default 2)
+  -n, --np N[,N...]   rank counts, e.g. -n 4 or -n 2,4,8 (a sweep: every configuration at each count;
+                      the report plots efficiency against ranks) (default 2)
       --pool SPEC     a configuration to run; repeat for several (default: centralized, centralized with
                       coordinatorWorks=true, centralized with keep=0 (every put sent to the coordinator, as
                       in the seed slides), and all ${DISTRIBUTED_COMBINATIONS.length} distributed combinations)
       --repeat K      runs per configuration (default 3)
-      --report FILE   write a self-contained HTML report: table, bar chart, per-rank timelines
+      --baseline CMD  a sequential reference: shell command line run K times; its time is the median of its
+                      wall times (start-up included) or, if it prints a JSON line with a numeric "seconds"
+                      key, of those; adds speedup (baseline / median) and efficiency (speedup / ranks)
+      --ignore KEY    leave result key KEY out of the agreement check (repeatable)
+      --report FILE   write a self-contained HTML report: agreement, table, efficiency against ranks, bar
+                      chart, per-rank timelines on one time scale
       --trace-dir DIR keep each configuration's first-run trace (Chrome Trace Event Format) in DIR
-      --timeout S     per-run timeout
+      --timeout S     per-run timeout (also for each baseline run)
   -h, --help          show this help
 `;
 

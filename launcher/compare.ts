@@ -6,16 +6,23 @@ import { fileURLToPath } from "node:url";
 import { DISTRIBUTED_COMBINATIONS, resolvePoolConfig } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { OptionReader } from "./argv.ts";
-import type { CompareOptions, ConfigSummary, Row, RunMetrics } from "./compare-types.ts";
+import { shortLabel } from "./compare-labels.ts";
+import { agreementHeadline, checkAgreement, resultLine } from "./compare-results.ts";
+import type {
+  Agreement,
+  Baseline,
+  CompareOptions,
+  ConfigSummary,
+  ResultLine,
+  Row,
+  RunMetrics,
+} from "./compare-types.ts";
 import { renderReport } from "./report-html.ts";
 import type { StatsRecord } from "./stats-table.ts";
 import { formatTable } from "./table.ts";
 import { UsageError } from "./usage-error.ts";
 
 const BIN = fileURLToPath(new URL("../bin/workpool.js", import.meta.url));
-
-/** Keys of a result line that may differ between correct runs (timings, the variant's name). */
-const VOLATILE_KEYS = /^(seconds|ms|millis|time|elapsed|wall|variant|pool|mode)$/i;
 
 /**
  * Centralized (the coordinator only deals, it also works, and the seed slides' protocol where every put goes
@@ -30,7 +37,7 @@ export function defaultPools(): string[] {
 }
 
 /** Pool time of a launch: per pool run, the slowest rank's wall time; summed over the job's pool runs. */
-export function metricsOf(records: readonly StatsRecord[], np: number, result: string | undefined): RunMetrics {
+export function metricsOf(records: readonly StatsRecord[], np: number, result: ResultLine | undefined): RunMetrics {
   const runs = new Map<string, StatsRecord[]>();
   for (const r of records) {
     const key = `${r.pool}/${r.run}`;
@@ -69,59 +76,141 @@ export function metricsOf(records: readonly StatsRecord[], np: number, result: s
   return { wallMs, tasks, moved, messages, busyMs, idleMs, rankWallMs, terminationMs, result, perRank };
 }
 
-/** The last stdout line of rank 0 that is a JSON object, with volatile keys removed, as canonical text. */
-export function resultLine(stdout: string): string | undefined {
-  const lines = stdout.split("\n").filter((l) => l.startsWith("[0] {"));
-  for (let i = lines.length - 1; i >= 0; i--) {
-    try {
-      const value = JSON.parse((lines[i] as string).slice(4)) as Record<string, unknown>;
-      if (value === null || typeof value !== "object" || Array.isArray(value)) continue;
-      const kept = Object.keys(value)
-        .filter((k) => !VOLATILE_KEYS.test(k))
-        .sort()
-        .map((k) => [k, value[k]]);
-      return JSON.stringify(Object.fromEntries(kept));
-    } catch {
-      /* not a result line */
-    }
-  }
-  return undefined;
+interface Exit {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  /** From start to exit, in ms. */
+  readonly ms: number;
 }
 
-function launchOnce(
-  opts: CompareOptions,
-  spec: string,
-  statsFile: string,
-  trace: string | undefined,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const args = [BIN, "launch", "-n", String(opts.np), "--pool", spec, "--quiet", "--stats-json", statsFile];
-  if (trace) args.push("--trace", trace);
-  if (opts.timeoutSeconds) args.push("--timeout", String(opts.timeoutSeconds));
-  args.push(opts.app, ...opts.args);
+/**
+ * Runs a command to its end. With a timeout it is killed then (code null) and its output streams closed, so
+ * that a grandchild holding them open does not hold this up.
+ */
+function runToEnd(
+  command: string,
+  args: readonly string[],
+  shell: boolean,
+  timeoutSeconds: number | undefined,
+): Promise<Exit> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const t0 = performance.now();
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], shell });
     let stdout = "";
     let stderr = "";
+    let ms = 0;
+    const timer =
+      timeoutSeconds === undefined
+        ? undefined
+        : setTimeout(() => {
+            child.kill("SIGKILL");
+            child.stdout.destroy();
+            child.stderr.destroy();
+          }, timeoutSeconds * 1000);
     child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
     child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
     child.on("error", reject);
-    child.on("close", (code) => resolvePromise({ code, stdout, stderr }));
+    child.on("exit", () => (ms = performance.now() - t0));
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolvePromise({ code, stdout, stderr, ms });
+    });
   });
 }
 
-const median = (xs: number[]) => {
+function launchOnce(opts: CompareOptions, np: number, spec: string, statsFile: string, trace: string | undefined) {
+  const args = [BIN, "launch", "-n", String(np), "--pool", spec, "--quiet", "--stats-json", statsFile];
+  if (trace) args.push("--trace", trace);
+  if (opts.timeoutSeconds) args.push("--timeout", String(opts.timeoutSeconds));
+  args.push(opts.app, ...opts.args);
+  return runToEnd(process.execPath, args, false, undefined);
+}
+
+const median = (xs: readonly number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 };
 
-export function summarize(c: ConfigSummary, np: number): Row | undefined {
+const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
+
+/**
+ * Why a launch failed, in one line: the launcher's summary if there is one, else the first error line (the
+ * launcher itself failed), else the last line that says something.
+ */
+function failureLine(stderr: string): string {
+  const lines = stderr.split("\n").map((l) => l.trim());
+  const last = [...lines].reverse();
+  return (
+    last.find((l) => l.startsWith("workpool:")) ??
+    lines.find((l) => /^(\[\d+\] )?([A-Z]\w*)?Error\b/.test(l)) ??
+    last.find((l) => /\w/.test(l) && !/^(\[\d+\] )?Node\.js v/.test(l)) ??
+    ""
+  );
+}
+
+/**
+ * The time a baseline run reports: the `seconds` key of the last JSON object line of its stdout that has a
+ * numeric one (a `[N] ` rank prefix allowed), so a command can leave out its start-up; else undefined.
+ */
+export function reportedSeconds(stdout: string): number | undefined {
+  const lines = stdout.split("\n").reverse();
+  for (const raw of lines) {
+    const line = raw.replace(/^\[\d+\] /, "").trim();
+    if (!line.startsWith("{")) continue;
+    try {
+      const value = JSON.parse(line) as { seconds?: unknown };
+      if (typeof value.seconds === "number" && Number.isFinite(value.seconds) && value.seconds >= 0) {
+        return value.seconds;
+      }
+    } catch {
+      /* not JSON */
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Runs the sequential reference `repeat` times through the shell. Each run's time is the `seconds` it prints
+ * (see `reportedSeconds`), or its wall time when no run prints one. Rejects with the reason a run failed.
+ */
+export async function runBaseline(
+  command: string,
+  repeat: number,
+  timeoutSeconds: number | undefined,
+  progress: (line: string) => void = () => {},
+): Promise<Baseline> {
+  const walls: number[] = [];
+  const reported: (number | undefined)[] = [];
+  for (let k = 1; k <= repeat; k++) {
+    const r = await runToEnd(command, [], true, timeoutSeconds);
+    if (r.code !== 0) {
+      const why = r.code === null ? `killed after ${timeoutSeconds} s` : `exit ${r.code}`;
+      throw new Error(`${why}: ${lastLine(r.stderr) || lastLine(r.stdout)}`);
+    }
+    walls.push(r.ms / 1000);
+    reported.push(reportedSeconds(r.stdout));
+    const s = reported.at(-1) ?? (walls.at(-1) as number);
+    progress(`compare: baseline run ${k}/${repeat}: ${s.toFixed(3)} s`);
+  }
+  const fromJson = reported.every((s) => s !== undefined);
+  const runsS = fromJson ? (reported as number[]) : walls;
+  return { command, runsS, seconds: median(runsS), source: fromJson ? "json" : "wall" };
+}
+
+export function summarize(c: ConfigSummary, baseline: Baseline | undefined): Omit<Row, "fastest"> | undefined {
   if (c.runs.length === 0) return undefined;
   const walls = c.runs.map((r) => r.wallMs);
   const mid = median(walls);
-  const pick = c.runs[walls.indexOf(walls.find((w) => w === mid) ?? walls[0] ?? 0)] ?? (c.runs[0] as RunMetrics);
+  // The run whose wall time is the median (the lower middle one for an even count).
+  const sorted = [...walls].sort((a, b) => a - b);
+  const pick = c.runs[walls.indexOf(sorted[(sorted.length - 1) >> 1] as number)] as RunMetrics;
+  const speedup = baseline && mid > 0 ? baseline.seconds / (mid / 1000) : undefined;
   return {
     spec: c.spec,
+    label: shortLabel(c.spec),
+    np: c.np,
     medianS: mid / 1000,
     minS: Math.min(...walls) / 1000,
     maxS: Math.max(...walls) / 1000,
@@ -129,122 +218,165 @@ export function summarize(c: ConfigSummary, np: number): Row | undefined {
     moved: pick.moved,
     messages: pick.messages,
     idleFraction: pick.rankWallMs > 0 ? pick.idleMs / pick.rankWallMs : 0,
-    efficiency: pick.wallMs > 0 ? pick.busyMs / (np * pick.wallMs) : 0,
+    busyFraction: pick.wallMs > 0 ? pick.busyMs / (c.np * pick.wallMs) : 0,
     terminationMs: median(c.runs.map((r) => r.terminationMs)),
+    speedup,
+    efficiency: speedup === undefined ? undefined : speedup / c.np,
   };
 }
 
+/**
+ * The table's rows, by configuration then rank count; at each rank count the fastest is marked, unless the
+ * results disagree (then no configuration has earned it).
+ */
+export function tableRows(
+  configs: readonly ConfigSummary[],
+  pools: readonly string[],
+  baseline: Baseline | undefined,
+  agreement: Agreement,
+): Row[] {
+  const rows = configs
+    .map((c) => summarize(c, baseline))
+    .filter((r) => r !== undefined)
+    .sort((a, b) => pools.indexOf(a.spec) - pools.indexOf(b.spec) || a.np - b.np);
+  const best = new Map<number, number>();
+  for (const r of rows) best.set(r.np, Math.min(best.get(r.np) ?? Infinity, r.medianS));
+  return rows.map((r) => ({ ...r, fastest: agreement.kind !== "disagree" && best.get(r.np) === r.medianS }));
+}
+
+const percent = (x: number) => `${(x * 100).toFixed(1)}%`;
+
 export function formatCompare(rows: readonly Row[]): string {
-  const fastest = rows.reduce((a, b) => (b.medianS < a.medianS ? b : a), rows[0] as Row);
-  const head = [
-    "configuration",
-    "median s",
-    "min s",
-    "max s",
-    "tasks",
-    "moved",
-    "pool msgs",
-    "idle",
-    "efficiency",
-    "term ms",
-    "",
-  ];
+  const speedups = rows.some((r) => r.speedup !== undefined);
+  const head = ["configuration", "ranks", "median s", "min s", "max s", "tasks", "moved", "pool msgs", "idle", "busy"];
+  head.push("term ms", ...(speedups ? ["speedup", "efficiency"] : []), "");
   const body = rows.map((r) => [
     r.spec,
+    String(r.np),
     r.medianS.toFixed(3),
     r.minS.toFixed(3),
     r.maxS.toFixed(3),
     r.tasks.toLocaleString("en-US"),
     r.moved.toLocaleString("en-US"),
     r.messages.toLocaleString("en-US"),
-    `${(r.idleFraction * 100).toFixed(1)}%`,
-    `${(r.efficiency * 100).toFixed(1)}%`,
+    percent(r.idleFraction),
+    percent(r.busyFraction),
     r.terminationMs.toFixed(2),
-    r === fastest ? "<- fastest" : "",
+    ...(speedups ? [r.speedup?.toFixed(2) ?? "", r.efficiency === undefined ? "" : percent(r.efficiency)] : []),
+    r.fastest ? "<- fastest" : "",
   ]);
   return formatTable([head, ...body]);
 }
 
-/** Runs every configuration `repeat` times, prints the table and the agreement check; resolves to an exit status. */
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
+
+/** Runs every configuration `repeat` times at each rank count, prints the table and the agreement check; resolves to an exit status. */
 export async function runCompare(opts: CompareOptions): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), "wp-compare-"));
   const configs: ConfigSummary[] = [];
+  const say = (line: string) => process.stderr.write(`${line}\n`);
   if (opts.traceDir) mkdirSync(opts.traceDir, { recursive: true });
-  const traceFor = (spec: string) => {
+  const traceFor = (spec: string, np: number) => {
     if (!opts.traceDir && !opts.report) return undefined;
-    const dir = opts.traceDir ?? work;
-    return join(dir, `${spec.replace(/[^a-z0-9=-]+/gi, "_")}.trace.json`);
+    return join(opts.traceDir ?? work, `${spec.replace(/[^a-z0-9=-]+/gi, "_")}.n${np}.trace.json`);
   };
+  let status = 0;
   try {
-    for (const spec of opts.pools) {
-      const summary: { spec: string; runs: RunMetrics[]; failed: string | undefined; tracePath: string | undefined } = {
-        spec,
-        runs: [],
-        failed: undefined,
-        tracePath: traceFor(spec),
-      };
-      for (let k = 1; k <= opts.repeat && !summary.failed; k++) {
-        const statsFile = join(work, `stats-${configs.length}-${k}.json`);
-        const r = await launchOnce(opts, spec, statsFile, k === 1 ? summary.tracePath : undefined);
-        if (r.code !== 0) {
-          summary.failed = `exit ${r.code}: ${r.stderr.trim().split("\n").at(-1) ?? ""}`;
-          process.stderr.write(`compare: ${spec} run ${k} failed (${summary.failed})\n`);
-          break;
-        }
-        const records = JSON.parse(readFileSync(statsFile, "utf8")) as StatsRecord[];
-        const m = metricsOf(records, opts.np, resultLine(r.stdout));
-        summary.runs.push(m);
-        process.stderr.write(`compare: ${spec} run ${k}/${opts.repeat}: ${(m.wallMs / 1000).toFixed(3)} s\n`);
+    let baseline: Baseline | undefined;
+    let baselineFailed: string | undefined;
+    if (opts.baseline !== undefined) {
+      try {
+        baseline = await runBaseline(opts.baseline, opts.repeat, opts.timeoutSeconds, say);
+      } catch (e) {
+        baselineFailed = (e as Error).message;
+        say(`compare: baseline failed (${baselineFailed})`);
       }
-      configs.push(summary);
     }
-    const rows = configs.map((c) => summarize(c, opts.np)).filter((r): r is Row => r !== undefined);
-    process.stdout.write(
-      `workpool compare: ${opts.np} ranks, ${opts.repeat} run${opts.repeat === 1 ? "" : "s"} per configuration; ` +
-        "wall = time in pool runs (slowest rank); efficiency = busy / (ranks x wall)\n",
+    for (const np of opts.ranks) {
+      for (const spec of opts.pools) {
+        const summary = { spec, np, runs: [] as RunMetrics[], failed: undefined as string | undefined };
+        const tracePath = traceFor(spec, np);
+        for (let k = 1; k <= opts.repeat; k++) {
+          const statsFile = join(work, `stats-${configs.length}-${k}.json`);
+          const r = await launchOnce(opts, np, spec, statsFile, k === 1 ? tracePath : undefined);
+          if (r.code !== 0) {
+            summary.failed = `exit ${r.code}: ${failureLine(r.stderr)}`;
+            say(`compare: ${spec} -n ${np} run ${k} failed (${summary.failed})`);
+            break;
+          }
+          const records = JSON.parse(readFileSync(statsFile, "utf8")) as StatsRecord[];
+          const m = metricsOf(records, np, resultLine(r.stdout, opts.ignore));
+          summary.runs.push(m);
+          say(`compare: ${spec} -n ${np} run ${k}/${opts.repeat}: ${(m.wallMs / 1000).toFixed(3)} s`);
+        }
+        configs.push({ ...summary, tracePath });
+      }
+    }
+    const agreement = checkAgreement(configs);
+    const rows = tableRows(configs, opts.pools, baseline, agreement);
+    const out: string[] = [];
+    const sweep = opts.ranks.length > 1;
+    out.push(
+      `workpool compare: ${sweep ? `ranks ${opts.ranks.join(", ")}` : plural(opts.ranks[0] ?? 0, "rank")}; ` +
+        `${plural(opts.repeat, "run")} per configuration; wall = time in pool runs (slowest rank); ` +
+        `busy = busy time / (ranks x wall)${sweep ? "; fastest marked at each rank count" : ""}`,
     );
-    if (rows.length > 0) process.stdout.write(`${formatCompare(rows)}\n`);
-    let status = 0;
-    const failed = configs.filter((c) => c.failed);
-    for (const c of failed) {
-      process.stdout.write(`FAILED: ${c.spec}: ${c.failed}\n`);
+    if (baseline) {
+      const from = baseline.source === "json" ? 'its JSON "seconds"' : "wall time, start-up included";
+      out.push(
+        `baseline: ${baseline.seconds.toFixed(3)} s (median of ${plural(baseline.runsS.length, "run")}, ${from}) ` +
+          `of ${opts.baseline}; speedup = baseline / median, efficiency = speedup / ranks`,
+      );
+    }
+    if (agreement.kind === "disagree") out.push(agreementHeadline(agreement));
+    if (rows.length > 0) out.push(formatCompare(rows));
+    if (baselineFailed !== undefined) {
+      out.push(`FAILED: baseline ${opts.baseline}: ${baselineFailed}`);
       status = 1;
     }
-    const results = new Map<string, string[]>();
-    let total = 0;
-    for (const c of configs) {
-      c.runs.forEach((r, i) => {
-        const key = r.result ?? "(no JSON result line from rank 0)";
-        results.set(key, [...(results.get(key) ?? []), `${c.spec} #${i + 1}`]);
-        total++;
-      });
+    for (const c of configs.filter((c) => c.failed)) {
+      out.push(`FAILED: ${c.spec} -n ${c.np}: ${c.failed}`);
+      status = 1;
     }
-    if (results.size === 1 && !results.has("(no JSON result line from rank 0)")) {
-      process.stdout.write(`results agree: all ${total} runs printed the same rank-0 result line (timings ignored)\n`);
-    } else if (results.size === 1) {
-      process.stdout.write("results not checked: rank 0 printed no JSON result line (pass the app's --json flag)\n");
+    if (agreement.kind === "disagree") {
+      status = 1;
+      out.push(`the ${agreement.lines.length} different rank-0 result lines:`);
+      for (const { line, runs } of agreement.lines) out.push(`  ${line}\n    from ${runs.join(", ")}`);
+      if (agreement.ignored.length > 0) out.push(`  (ignored keys: ${agreement.ignored.join(", ")})`);
     } else {
-      status = 1;
-      process.stdout.write(`results DISAGREE: ${results.size} different rank-0 result lines\n`);
-      for (const [line, runs] of results) process.stdout.write(`  ${line}\n    from ${runs.join(", ")}\n`);
+      out.push(agreementHeadline(agreement));
     }
     if (opts.report) {
-      writeFileSync(opts.report, renderReport(opts, configs, rows));
-      process.stdout.write(`report: ${resolve(opts.report)}\n`);
+      writeFileSync(opts.report, renderReport({ options: opts, configs, rows, baseline, baselineFailed, agreement }));
+      out.push(`report: ${resolve(opts.report)}`);
     }
+    process.stdout.write(`${out.join("\n")}\n`);
     return status;
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
+/** `-n 4` or `-n 2,4,8`: ascending, without repeats. */
+function rankList(flag: string, raw: string, max: number): number[] {
+  const parts = raw.split(",").map((p) => p.trim());
+  if (parts.some((p) => !/^\d+$/.test(p) || Number(p) < 1 || Number(p) > max)) {
+    throw new UsageError(
+      `option ${flag} must be a whole number from 1 to ${max}, or a comma-separated list of them; got ${JSON.stringify(raw)}`,
+    );
+  }
+  return [...new Set(parts.map(Number))].sort((a, b) => a - b);
+}
+
 export function parseCompareArgs(argv: readonly string[], maxRanks: number): CompareOptions | "help" {
-  let np = 2;
+  let ranks = [2];
   const pools: string[] = [];
+  const ignore: string[] = [];
   let repeat = 3;
   let report: string | undefined;
   let traceDir: string | undefined;
   let timeoutSeconds: number | undefined;
+  let baseline: string | undefined;
   const opts = new OptionReader(argv);
   for (let flag = opts.next(); flag !== undefined; flag = opts.next()) {
     switch (flag) {
@@ -253,7 +385,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
         return "help";
       case "-n":
       case "--np":
-        np = opts.int(flag, 1, maxRanks);
+        ranks = rankList(flag, opts.value(flag), maxRanks);
         break;
       case "--pool":
         pools.push(opts.value(flag));
@@ -270,25 +402,40 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
       case "--timeout":
         timeoutSeconds = opts.positive(flag);
         break;
+      case "--ignore": {
+        const key = opts.value(flag);
+        if (key === "") throw new UsageError("option --ignore needs a result key; got an empty string");
+        ignore.push(key);
+        break;
+      }
+      case "--baseline":
+        baseline = opts.value(flag);
+        if (baseline.trim() === "") throw new UsageError("option --baseline needs a command; got an empty string");
+        break;
       default:
         opts.unknown(flag, "compare");
     }
   }
   for (const spec of pools) {
-    try {
-      resolvePoolConfig(undefined, spec, np);
-    } catch (e) {
-      throw new UsageError(`option --pool: ${(e as Error).message}`);
+    for (const np of ranks) {
+      try {
+        resolvePoolConfig(undefined, spec, np);
+      } catch (e) {
+        const at = ranks.length > 1 ? ` (at -n ${np})` : "";
+        throw new UsageError(`option --pool: ${(e as Error).message}${at}`);
+      }
     }
   }
   const { app, args } = opts.app("compare");
   return {
-    np,
-    pools: pools.length > 0 ? pools : defaultPools(),
+    ranks,
+    pools: pools.length > 0 ? [...new Set(pools)] : defaultPools(),
     repeat,
     report,
     traceDir,
     timeoutSeconds,
+    ignore,
+    baseline,
     app: resolveApp(app),
     args,
   };

@@ -1,139 +1,154 @@
-import { existsSync, readFileSync } from "node:fs";
-import type { CompareOptions, ConfigSummary, Row } from "./compare-types.ts";
+import type { Agreement, CompareOutcome, Row } from "./compare-types.ts";
+import { barChart, efficiencyCharts, esc, timelines } from "./report-charts.ts";
 
 /**
  * The `workpool compare --report` page: one self-contained HTML file (inline CSS and SVG, no scripts, no
- * network) with the results table, a bar chart of wall time per configuration, and for each configuration a
- * per-rank timeline of busy and idle time taken from the first run's trace.
+ * network). At the top, whether the runs' results agree (a disagreement in red, and then no configuration is
+ * marked fastest) and what failed; then the results table, efficiency against ranks when several rank counts
+ * were run, a bar chart of wall time, and per-rank timelines from each configuration's first run, all on one
+ * time scale. Charts name configurations shortly (`dist recv/random/token`); the full spec is in the table
+ * and in every chart's tooltip.
  */
 
-const esc = (s: string) => s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
-interface Span {
-  ts: number;
-  dur: number;
-  pid: number;
-  name: string;
-  ph: string;
-}
-
-const WIDTH = 900;
-const BUCKETS = 300;
-
-/** Busy fraction per time bucket per rank, from a trace's task spans. */
-function timeline(tracePath: string | undefined, np: number): { svg: string; ranks: number } {
-  if (!tracePath || !existsSync(tracePath))
-    return { svg: "<p>No trace recorded for this configuration.</p>", ranks: 0 };
-  const events = (JSON.parse(readFileSync(tracePath, "utf8")) as { traceEvents: Span[] }).traceEvents;
-  const spans = events.filter((e) => e.ph === "X");
-  if (spans.length === 0) return { svg: "<p>The trace holds no spans.</p>", ranks: 0 };
-  const t0 = Math.min(...spans.map((e) => e.ts));
-  const t1 = Math.max(...spans.map((e) => e.ts + e.dur));
-  const span = Math.max(1, t1 - t0);
-  const busy = Array.from({ length: np }, () => new Float64Array(BUCKETS));
-  for (const e of spans) {
-    if ((e.name !== "task" && e.name !== "tasks") || !busy[e.pid]) continue;
-    const row = busy[e.pid] as Float64Array;
-    let a = ((e.ts - t0) / span) * BUCKETS;
-    const b = ((e.ts + e.dur - t0) / span) * BUCKETS;
-    while (a < b) {
-      const k = Math.min(BUCKETS - 1, Math.floor(a));
-      const end = Math.min(b, k + 1);
-      row[k] = (row[k] ?? 0) + (end - a);
-      a = end;
-    }
-  }
-  const rowH = np > 64 ? 4 : np > 16 ? 8 : 16;
-  const label = 60;
-  const bw = (WIDTH - label) / BUCKETS;
-  const parts: string[] = [];
-  for (let r = 0; r < np; r++) {
-    const y = r * rowH;
-    const cells: string[] = [];
-    const row = busy[r] as Float64Array;
-    for (let k = 0; k < BUCKETS; k++) {
-      const f = Math.min(1, row[k] ?? 0);
-      if (f <= 0.01) continue;
-      cells.push(
-        `<rect x="${(label + k * bw).toFixed(1)}" y="${y}" width="${bw.toFixed(2)}" height="${rowH - 1}" fill-opacity="${f.toFixed(2)}"/>`,
+function agreementBanner(a: Agreement): string {
+  switch (a.kind) {
+    case "disagree": {
+      const lines = a.lines
+        .map(
+          (l) =>
+            `<li><code class="line">${esc(l.line)}</code><br>from ${plural(l.runs.length, "run")}: ${esc(l.runs.join(", "))}</li>`,
+        )
+        .join("");
+      const ignored = a.ignored.length > 0 ? ` Keys ignored: ${esc(a.ignored.join(", "))}.` : "";
+      return (
+        `<div id="disagreement" class="banner bad"><strong>Results DISAGREE:</strong> the runs printed ` +
+        `${a.lines.length} different rank-0 result lines` +
+        (a.differing.length > 0 ? ` (differing keys: <code>${esc(a.differing.join(", "))}</code>)` : "") +
+        `, so no configuration is marked fastest: a faster wrong ` +
+        `answer is not a win. If a differing key is a timing, leave it out with <code>--ignore KEY</code>.${ignored}` +
+        `<ul>${lines}</ul></div>`
       );
     }
-    parts.push(
-      `<g class="rank" data-rank="${r}"><rect class="idle" x="${label}" y="${y}" width="${WIDTH - label}" height="${rowH - 1}"/>` +
-        `<g class="busy">${cells.join("")}</g>` +
-        (rowH >= 8 ? `<text x="0" y="${y + rowH - 3}">rank ${r}</text>` : "") +
-        "</g>",
-    );
+    case "agree":
+      return (
+        `<div id="agreement" class="banner good">${a.runs === 1 ? "Results checked: the one run printed a rank-0 result line" : `Results agree: all ${a.runs} runs printed the same rank-0 result line`}` +
+        `${a.ignored.length > 0 ? ` (keys ignored: ${esc(a.ignored.join(", "))})` : ""}.</div>`
+      );
+    case "unchecked":
+      return `<div id="agreement" class="banner warn">Results not checked: rank 0 printed no JSON result line (pass the app's <code>--json</code> flag).</div>`;
+    case "none":
+      return `<div id="agreement" class="banner warn">Results not checked: no run finished.</div>`;
   }
-  const h = np * rowH + 20;
-  const axis = `<text x="${label}" y="${h - 4}">0 ms</text><text x="${WIDTH - 4}" y="${h - 4}" text-anchor="end">${(span / 1000).toFixed(1)} ms</text>`;
-  return {
-    svg: `<svg class="timeline" width="${WIDTH}" height="${h}" viewBox="0 0 ${WIDTH} ${h}">${parts.join("")}${axis}</svg>`,
-    ranks: np,
-  };
 }
 
-function barChart(rows: readonly Row[]): string {
-  const label = 380;
-  const barH = 18;
-  const max = Math.max(...rows.map((r) => r.maxS), 1e-9);
-  const scale = (WIDTH - label - 80) / max;
-  const fastest = rows.reduce((a, b) => (b.medianS < a.medianS ? b : a), rows[0] as Row);
-  const bars = rows.map((r, i) => {
-    const y = i * (barH + 4);
-    const w = Math.max(1, r.medianS * scale);
-    return (
-      `<g class="bar-row" data-config="${esc(r.spec)}"><text x="${label - 6}" y="${y + 13}" text-anchor="end">${esc(r.spec)}</text>` +
-      `<rect class="bar${r === fastest ? " fastest" : ""}" x="${label}" y="${y}" width="${w.toFixed(1)}" height="${barH}"/>` +
-      `<line x1="${(label + r.minS * scale).toFixed(1)}" x2="${(label + r.maxS * scale).toFixed(1)}" y1="${y + barH / 2}" y2="${y + barH / 2}" class="range"/>` +
-      `<text x="${(label + w + 6).toFixed(1)}" y="${y + 13}">${r.medianS.toFixed(3)} s</text></g>`
-    );
+function resultsTable(rows: readonly Row[]): string {
+  const speedups = rows.some((r) => r.speedup !== undefined);
+  const body = rows.map((r, i) => {
+    const first = i === 0 || rows[i - 1]?.spec !== r.spec;
+    const span = rows.filter((x) => x.spec === r.spec).length;
+    const config = first
+      ? `<td class="config" rowspan="${span}" title="${esc(r.spec)}"><span class="label">${esc(r.label)}</span><br><code class="spec">${esc(r.spec).replace(/,/g, ",<wbr>")}</code></td>`
+      : "";
+    const cells = [
+      String(r.np),
+      r.medianS.toFixed(3),
+      r.minS.toFixed(3),
+      r.maxS.toFixed(3),
+      r.tasks.toLocaleString("en-US"),
+      r.moved.toLocaleString("en-US"),
+      r.messages.toLocaleString("en-US"),
+      pct(r.idleFraction),
+      pct(r.busyFraction),
+      r.terminationMs.toFixed(2),
+      ...(speedups ? [r.speedup?.toFixed(2) ?? "", r.efficiency === undefined ? "" : pct(r.efficiency)] : []),
+    ];
+    // The fastest at its rank count: a badge beside the rank count (the row is shaded too).
+    if (r.fastest) cells[0] = `<span class="badge" title="fastest at ${plural(r.np, "rank")}">fastest</span> ${r.np}`;
+    return `<tr class="${first ? "first" : ""}${r.fastest ? " fastest" : ""}" data-config="${esc(r.spec)}" data-ranks="${r.np}">${config}${cells.map((c) => `<td>${c}</td>`).join("")}</tr>`;
   });
-  const h = rows.length * (barH + 4);
-  return `<svg id="wall-chart" width="${WIDTH}" height="${h}" viewBox="0 0 ${WIDTH} ${h}">${bars.join("")}</svg>`;
+  const head = [
+    "configuration",
+    "ranks",
+    "median s",
+    "min s",
+    "max s",
+    "tasks",
+    "moved",
+    "pool msgs",
+    "idle",
+    "busy",
+    "termination ms",
+    ...(speedups ? ["speedup", "efficiency"] : []),
+  ];
+  return (
+    `<table class="results"><thead><tr>${head.map((h) => `<th>${h}</th>`).join("")}</tr></thead>\n` +
+    `<tbody>\n${body.join("\n")}\n</tbody></table>`
+  );
 }
 
-export function renderReport(opts: CompareOptions, configs: readonly ConfigSummary[], rows: readonly Row[]): string {
-  const fastest = rows.reduce((a, b) => (b.medianS < a.medianS ? b : a), rows[0] as Row);
-  const tableRows = rows
-    .map(
-      (r) =>
-        `<tr${r === fastest ? ' class="fastest"' : ""}><td>${esc(r.spec)}</td><td>${r.medianS.toFixed(3)}</td><td>${r.minS.toFixed(3)}</td>` +
-        `<td>${r.maxS.toFixed(3)}</td><td>${r.tasks}</td><td>${r.moved}</td><td>${r.messages}</td>` +
-        `<td>${(r.idleFraction * 100).toFixed(1)}%</td><td>${(r.efficiency * 100).toFixed(1)}%</td><td>${r.terminationMs.toFixed(2)}</td></tr>`,
-    )
-    .join("\n");
-  const timelines = configs
-    .filter((c) => c.runs.length > 0)
-    .map((c) => {
-      const t = timeline(c.tracePath, opts.np);
-      return `<section class="config" data-config="${esc(c.spec)}" data-ranks="${t.ranks}"><h3>${esc(c.spec)}</h3>${t.svg}</section>`;
-    })
-    .join("\n");
-  const failed = configs.filter((c) => c.failed).map((c) => `<li>${esc(c.spec)}: ${esc(c.failed ?? "")}</li>`);
+export function renderReport(outcome: CompareOutcome): string {
+  const { options: opts, configs, rows, baseline, baselineFailed, agreement } = outcome;
+  const sweep = opts.ranks.length > 1;
+  const failures = [
+    ...(baselineFailed !== undefined
+      ? [`baseline <code>${esc(opts.baseline ?? "")}</code>: ${esc(baselineFailed)}`]
+      : []),
+    ...configs.filter((c) => c.failed).map((c) => `${esc(c.spec)} at ${c.np} ranks: ${esc(c.failed ?? "")}`),
+  ];
+  const failed =
+    failures.length > 0
+      ? `<div id="failures" class="banner bad"><strong>Failed:</strong><ul>${failures.map((f) => `<li>${f}</li>`).join("")}</ul></div>`
+      : "";
+  const baselineText = baseline
+    ? `<p>Baseline <code>${esc(baseline.command)}</code>: ${baseline.seconds.toFixed(3)} s, the median of ${plural(baseline.runsS.length, "run")} ` +
+      `(${baseline.source === "json" ? "the <code>seconds</code> of its JSON line" : "its wall time, start-up included"}). ` +
+      "Speedup = baseline / median wall time; efficiency = speedup / ranks.</p>"
+    : "";
+  const labels = new Map(rows.map((r) => [r.spec, r.label]));
+  const title = `workpool compare: ${opts.app}`;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>workpool compare: ${esc(opts.app)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>${esc(title)}</title>
 <style>
 body { font: 14px system-ui, sans-serif; margin: 2em; color: #222; }
-table { border-collapse: collapse; } th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
-th:first-child, td:first-child { text-align: left; } tr.fastest td { font-weight: bold; background: #eef8ee; }
-svg text { font: 11px system-ui, sans-serif; fill: #333; } rect.bar { fill: #6a8fc8; } rect.bar.fastest { fill: #3a9a4a; }
-line.range { stroke: #222; stroke-width: 1; } rect.idle { fill: #f1f1f1; } g.busy rect { fill: #2f6fbf; }
+p, .banner { max-width: 1100px; }
+code { font: 12px ui-monospace, monospace; } code.spec { color: #666; font-size: 11px; font-weight: normal; }
+.banner { padding: 0.6em 1em; margin: 1em 0; border-radius: 4px; border: 1px solid; }
+.banner.bad { background: #fdecea; border-color: #d93025; color: #611a15; }
+.banner.good { background: #edf7ed; border-color: #4caf50; color: #1e4620; }
+.banner.warn { background: #fff4e5; border-color: #ff9800; color: #663c00; }
+.banner ul { margin: 0.5em 0 0; padding-left: 1.2em; } .banner li { margin-bottom: 0.4em; }
+code.line { overflow-wrap: anywhere; }
+table { border-collapse: collapse; } th, td { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; white-space: nowrap; }
+th:first-child, td.config { text-align: left; vertical-align: top; } td.config { white-space: normal; max-width: 28em; } tr.first td { border-top: 1px solid #bbb; }
+td.config .label { font-weight: 600; white-space: nowrap; } tr.fastest td:not(.config) { font-weight: bold; background: #eef8ee; }
+.badge { background: #3a9a4a; color: white; border-radius: 3px; padding: 0 5px; font-size: 11px; font-weight: normal; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; } svg text.chart-title { font-size: 12px; font-weight: 600; }
+rect.bar { fill: #6a8fc8; } rect.bar.fastest { fill: #3a9a4a; } line.range { stroke: #222; stroke-width: 1; }
+line.grid { stroke: #e4e4e4; } line.ideal { stroke: #999; stroke-dasharray: 4 3; } line.end { stroke: #222; }
+rect.idle { fill: #ececec; } g.busy rect { fill: #2f6fbf; }
+polyline.efficiency { fill: none; stroke: #2f6fbf; stroke-width: 2; } g.point circle { fill: #2f6fbf; }
+.efficiency-charts { display: flex; flex-wrap: wrap; gap: 12px; }
+section.config h3 { margin: 1.2em 0 0.2em; font-size: 14px; } p.run { margin: 0.3em 0; color: #555; font-size: 12px; }
+p.note { color: #555; }
 </style></head><body>
 <h1>workpool compare</h1>
-<p>App <code>${esc(opts.app)} ${esc(opts.args.join(" "))}</code> on ${opts.np} ranks, ${opts.repeat} run(s) per configuration.
-Wall time is the time spent in pool runs (slowest rank); efficiency is busy time / (ranks &times; wall).</p>
+<p>App <code>${esc(`${opts.app} ${opts.args.join(" ")}`.trim())}</code> at ${sweep ? `${opts.ranks.join(", ")} ranks` : plural(opts.ranks[0] ?? 0, "rank")}, ${plural(opts.repeat, "run")} per configuration.
+Wall time is the time spent in pool runs (slowest rank); busy is busy time / (ranks &times; wall).</p>
+${agreementBanner(agreement)}
+${failed}
+${baselineText}
 <h2>Results</h2>
-<table class="results"><thead><tr><th>configuration</th><th>median s</th><th>min s</th><th>max s</th><th>tasks</th><th>moved</th>
-<th>pool msgs</th><th>idle</th><th>efficiency</th><th>termination ms</th></tr></thead>
-<tbody>
-${tableRows}
-</tbody></table>
-${failed.length > 0 ? `<h2>Failed</h2><ul>${failed.join("")}</ul>` : ""}
+${resultsTable(rows)}
+${sweep ? `<h2>Efficiency against ranks</h2>\n${efficiencyCharts(rows, opts.ranks, opts.pools)}` : ""}
 <h2>Wall time per configuration</h2>
-${barChart(rows)}
-<h2>Per-rank timelines (first run; dark = busy, light = idle)</h2>
-${timelines}
+<p class="note">Bars: median; line: min to max${agreement.kind === "disagree" ? "" : "; green: fastest at its rank count"}.</p>
+${barChart(rows, sweep)}
+<h2>Per-rank timelines</h2>
+<p class="note">First run of each configuration; dark = busy, light = idle. All timelines share one time scale.</p>
+${timelines(configs, labels)}
 </body></html>
 `;
 }

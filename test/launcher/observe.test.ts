@@ -1,67 +1,15 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+// --trace and --stats (workpool compare and its report: compare.test.ts).
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
-import { fixture, run, startWorkpool } from "../helpers/run.ts";
+import { fixture, run } from "../helpers/run.ts";
 
-const RESULT = fixture("pool-result.ts");
 const TREE = fixture("pool-tree.ts");
 
 function scratch(): string {
   return mkdtempSync(join(tmpdir(), "wp-observe-"));
 }
-
-test("compare: a row per configuration, the fastest marked, results agree", async (t) => {
-  const r = await startWorkpool([
-    "compare",
-    "-n",
-    "3",
-    "--pool",
-    "centralized",
-    "--pool",
-    "centralized,chunk=2",
-    "--repeat",
-    "2",
-    RESULT,
-  ]).result;
-  t.is(r.code, 0, r.stderr);
-  const rows = r.stdout.split("\n").filter((l) => /^centralized/.test(l));
-  t.is(rows.length, 2, r.stdout);
-  t.regex(rows[0] as string, /^centralized\s+\d+\.\d{3}\s+\d+\.\d{3}\s+\d+\.\d{3}\s+200\s/);
-  t.regex(rows[1] as string, /^centralized,chunk=2\s/);
-  t.is(rows.filter((l) => l.includes("<- fastest")).length, 1);
-  t.regex(r.stdout, /results agree: all 4 runs printed the same rank-0 result line/);
-  t.regex(r.stderr, /compare: centralized run 2\/2: \d+\.\d+ s/);
-});
-
-test("compare: a disagreeing app is reported as such, with a non-zero status", async (t) => {
-  const r = await startWorkpool([
-    "compare",
-    "-n",
-    "2",
-    "--pool",
-    "centralized",
-    "--pool",
-    "centralized,chunk=3",
-    "--repeat",
-    "1",
-    RESULT,
-    "--disagree",
-  ]).result;
-  t.is(r.code, 1);
-  t.regex(r.stdout, /results DISAGREE: 2 different rank-0 result lines/);
-  t.regex(r.stdout, /\{"tasks":200,"total":20100\}\n\s+from centralized #1/);
-  t.regex(r.stdout, /\{"tasks":200,"total":20101\}\n\s+from centralized,chunk=3 #1/);
-});
-
-test("compare: bad options get one line and status 2", async (t) => {
-  const r = await startWorkpool(["compare", "--repeat", "0", RESULT]).result;
-  t.is(r.code, 2);
-  t.is(r.stderr.trim(), 'workpool: option --repeat must be a whole number from 1 to 1000; got "0"');
-  const p = await startWorkpool(["compare", "--pool", "distributed,partner=rnd", RESULT]).result;
-  t.is(p.code, 2);
-  t.regex(p.stderr, /pool option `partner` must be one of round-robin, random, ring; got `rnd`/);
-});
 
 test("--trace writes Trace Event Format JSON with one track per rank", async (t) => {
   const dir = scratch();
@@ -111,58 +59,4 @@ test("--stats prints the per-rank table; no progress line when stderr is piped",
   t.regex(r.stderr, /\nall\s+1,365\s+1,365\s/);
   t.notRegex(r.stderr, /tasks done/);
   t.false(r.stderr.includes("\r"));
-});
-
-const chromium = "/usr/bin/chromium";
-test("compare --report renders in a real browser with a row, a bar and a timeline per configuration", async (t) => {
-  if (!existsSync(chromium)) {
-    t.fail(`${chromium} is missing: .ci/run installs Debian's chromium`);
-    return;
-  }
-  const { chromium: pw } = await import("playwright-core");
-  const dir = scratch();
-  const report = join(dir, "report.html");
-  const r = await startWorkpool([
-    "compare",
-    "-n",
-    "3",
-    "--pool",
-    "centralized",
-    "--pool",
-    "centralized,chunk=2",
-    "--repeat",
-    "1",
-    "--report",
-    report,
-    TREE,
-    "5",
-    "4",
-  ]).result;
-  t.is(r.code, 0, r.stderr);
-  const browser = await pw.launch({
-    executablePath: chromium,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
-  try {
-    const page = await browser.newPage();
-    await page.goto(`file://${report}`);
-    t.is(await page.locator("table.results tbody tr").count(), 2);
-    t.is(await page.locator("#wall-chart rect.bar").count(), 2);
-    const box = await page.locator("#wall-chart").boundingBox();
-    t.true((box?.width ?? 0) > 100 && (box?.height ?? 0) > 10);
-    t.is(await page.locator("section.config").count(), 2);
-    for (const section of await page.locator("section.config").all()) {
-      t.is(await section.locator("svg.timeline g.rank").count(), 3);
-      t.true((await section.locator("g.busy rect").count()) > 0);
-    }
-  } finally {
-    await browser.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
 });
