@@ -4,6 +4,9 @@ import { UsageError } from "./usage-error.ts";
  * Reads a subcommand's options up to its app argument: `--flag value`, `--flag=value`, `-f value`, switches,
  * and `--` to end the options. Every bad value is a UsageError naming the option.
  */
+/** The longest delay a Node timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class OptionReader {
   private i = -1;
   private inline: string | undefined;
@@ -47,6 +50,20 @@ export class OptionReader {
     const n = Number(raw);
     if (raw.trim() === "" || !Number.isFinite(n) || n <= 0) {
       throw new UsageError(`option ${flag} must be a positive number; got ${JSON.stringify(raw)}`);
+    }
+    return n;
+  }
+
+  /**
+   * A duration in seconds: positive, and short enough for a Node timer (2^31 - 1 ms, about 24.8 days; a
+   * longer one would fire at once, with only a warning).
+   */
+  seconds(flag: string): number {
+    const n = this.positive(flag);
+    if (n * 1000 > MAX_TIMER_MS) {
+      throw new UsageError(
+        `option ${flag} must be at most ${Math.floor(MAX_TIMER_MS / 1000)} seconds (about 24.8 days); got ${n}`,
+      );
     }
     return n;
   }

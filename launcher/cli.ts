@@ -149,7 +149,7 @@ async function launch(argv: string[]): Promise<number> {
         quiet = true;
         break;
       case "--timeout":
-        timeoutSeconds = opts.positive(flag);
+        timeoutSeconds = opts.seconds(flag);
         break;
       case "--pool":
         pool = opts.value(flag);

@@ -400,7 +400,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
         traceDir = opts.value(flag);
         break;
       case "--timeout":
-        timeoutSeconds = opts.positive(flag);
+        timeoutSeconds = opts.seconds(flag);
         break;
       case "--ignore": {
         const key = opts.value(flag);

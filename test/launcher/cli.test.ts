@@ -32,6 +32,16 @@ const bad: [string, string[], string[]][] = [
   ],
   ["--timeout -1", ["launch", "--timeout", "-1", HELLO], ["--timeout", '"-1"']],
   ["--timeout 0", ["launch", "--timeout=0", HELLO], ["--timeout", '"0"']],
+  [
+    "--timeout beyond a Node timer",
+    ["launch", "--timeout", "2500000", HELLO],
+    ["--timeout", "at most 2147483 seconds", "2500000"],
+  ],
+  [
+    "compare --timeout beyond a Node timer",
+    ["compare", "--timeout", "2500000", HELLO],
+    ["--timeout", "at most 2147483 seconds"],
+  ],
   ["--transport udp", ["launch", "--transport", "udp", HELLO], ["--transport", '"udp"']],
   ["--node-arg that is no option", ["launch", "--node-arg", "oops", HELLO], ["--node-arg", '"oops"']],
   ["--node-arg without a value", ["launch", "--node-arg"], ["--node-arg", "needs a value"]],
