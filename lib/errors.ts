@@ -40,7 +40,11 @@ export class InvalidArgumentError extends WorkpoolError {
   }
 }
 
-/** Data given to `send` (or a collective) could not be encoded by msgpackr. */
+/**
+ * Data given to `send` (or a collective) cannot be sent as it is: it holds a function or a symbol, or is
+ * circular (the message names the call and the path: `send: data.handlers[2] is a function, which cannot be
+ * sent`), or msgpackr cannot encode it otherwise. Nothing was sent.
+ */
 export class EncodeError extends WorkpoolError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("WP_ENCODE", message, options);
@@ -117,7 +121,10 @@ export class PeerAbortedError extends AbortError {
   }
 }
 
-/** The rank could not join its job (bad environment, rendezvous failed). */
+/**
+ * The rank could not join its job: a bad environment, a rendezvous it cannot connect to within
+ * WORKPOOL_CONNECT_TIMEOUT_MS (default 10 s; the message names its address), or ranks that never all joined.
+ */
 export class BootstrapError extends WorkpoolError {
   constructor(message: string, options?: { cause?: unknown }) {
     super("WP_BOOTSTRAP", message, options);

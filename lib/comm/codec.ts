@@ -1,5 +1,6 @@
 import { Packr, RESERVE_START_SPACE } from "msgpackr";
 import { EncodeError } from "../errors.ts";
+import { findUnsendable, type Step, where } from "./unsendable.ts";
 
 /**
  * The wire format of point-to-point messages. Each message is a fixed 17-byte header followed by its body:
@@ -18,10 +19,17 @@ import { EncodeError } from "../errors.ts";
  * a Uint8Array payload (the common case for bulk data) never goes through msgpackr at all. Every other value
  * is encoded by msgpackr with `moreTypes`, which keeps typed arrays, Maps, Sets, Dates, Errors and BigInts
  * their own types across the wire; each body carries its own record definitions, so messages decode in any
- * order on any rank. What msgpack cannot express is not an error: as with JSON, a function (or an own
- * property holding one) arrives as undefined and a class instance as a plain object of its own fields; the
- * number -0 arrives as 0 (inside a Float64Array it stays -0). A symbol, or a circular structure, throws
- * EncodeError. (test/comm/codec.test.ts checks each of these.)
+ * order on any rank.
+ *
+ * What would arrive changed without a word is refused: a function or a symbol anywhere in `data` (a field, an
+ * element, a Map key or value, a Set member, an Error's cause), or a circular structure, throws EncodeError
+ * naming the call and the path to it (`send: data.handlers[2] is a function, which cannot be sent`). The check
+ * costs nothing when sending succeeds: msgpackr throws on a function (our `writeFunction` hook) as it does on a
+ * symbol, and the path is found by walking the value only then (unsendable.ts). What is kept as documented
+ * rather than refused: a class instance arrives as a plain object of its own enumerable fields (its methods
+ * live on the prototype, which does not travel, as with structuredClone), symbol-keyed fields are left out
+ * (as with JSON), and the number -0 arrives as 0 (inside a Float64Array it stays -0). (test/comm/codec.test.ts
+ * checks each of these.)
  */
 export const HEADER_BYTES = 17;
 const MSGPACK = 0;
@@ -29,7 +37,21 @@ const BYTES = 1;
 /** The body length must fit the header's u32. */
 const MAX_BODY_BYTES = 2 ** 32 - 1;
 
-const packr = new Packr({ moreTypes: true });
+/** Thrown by msgpackr's `writeFunction` hook; `encodeMessage` turns it into an EncodeError with the path. */
+const FUNCTION_FOUND = new Error("a function cannot be sent");
+
+const packr = new Packr({
+  moreTypes: true,
+  writeFunction: () => {
+    throw FUNCTION_FOUND;
+  },
+});
+
+/**
+ * How an EncodeError names the value: the root's name (`data`, `value`), or a function of the path to the bad
+ * part, for a value that is a piece of what the caller gave (a collective sending some of `values`).
+ */
+export type ValueName = string | ((path: readonly Step[]) => string);
 
 function writeHeader(b: Uint8Array, length: number, source: number, context: number, tag: number, kind: number) {
   b[0] = length;
@@ -57,8 +79,18 @@ function u32(b: Uint8Array, at: number): number {
   );
 }
 
-/** Encodes one message. Throws EncodeError (naming `call`) when msgpackr cannot encode `data`. */
-export function encodeMessage(source: number, context: number, tag: number, data: unknown, call: string): Buffer {
+/**
+ * Encodes one message. Throws EncodeError naming `call` and the path to the bad part (its root named `name`)
+ * when `data` cannot be sent faithfully (see the file comment).
+ */
+export function encodeMessage(
+  source: number,
+  context: number,
+  tag: number,
+  data: unknown,
+  call: string,
+  name: ValueName = "data",
+): Buffer {
   if (data instanceof Uint8Array && data.constructor === Uint8Array) {
     checkLength(data.length, call);
     const b = Buffer.allocUnsafe(HEADER_BYTES + data.length);
@@ -71,12 +103,24 @@ export function encodeMessage(source: number, context: number, tag: number, data
     // msgpackr leaves the first HEADER_BYTES of its output for us, so the message is built without a copy.
     b = packr.pack(data, RESERVE_START_SPACE | HEADER_BYTES);
   } catch (cause) {
-    const why = cause instanceof Error ? cause.message : String(cause);
-    throw new EncodeError(`${call}: data cannot be encoded by msgpackr (${why})`, { cause });
+    throw encodeError(data, call, name, cause);
   }
   checkLength(b.length - HEADER_BYTES, call);
   writeHeader(b, b.length - HEADER_BYTES, source, context, tag, MSGPACK);
   return b;
+}
+
+/** The EncodeError for `data`, which msgpackr refused with `cause`. Runs only once sending has failed. */
+function encodeError(data: unknown, call: string, name: ValueName, cause: unknown): EncodeError {
+  const found = findUnsendable(data);
+  if (found) {
+    const at = typeof name === "string" ? where(name, found.path) : name(found.path);
+    const message = `${call}: ${at} ${found.what}, which cannot be sent`;
+    return new EncodeError(message, cause === FUNCTION_FOUND ? undefined : { cause });
+  }
+  const why = cause instanceof Error ? cause.message : String(cause);
+  const root = typeof name === "string" ? name : name([]);
+  return new EncodeError(`${call}: ${root} cannot be encoded by msgpackr (${why})`, { cause });
 }
 
 function checkLength(length: number, call: string): void {

@@ -3,8 +3,8 @@ import { describe, InvalidArgumentError } from "../errors.ts";
 /** Built-in reduction operators. Numbers, bigints, and arrays or typed arrays (element-wise) are accepted. */
 export type ReduceOpName = "sum" | "prod" | "min" | "max" | "land" | "lor" | "band" | "bor" | "bxor";
 /**
- * A custom operator must be associative. Values are combined in rank order (rank 0's value on the left),
- * so it need not be commutative.
+ * A custom operator must be associative and must not change its arguments (return a new value). Values are
+ * combined in rank order (lower ranks' values on the left), so it need not be commutative.
  */
 export type ReduceFn<T> = (a: T, b: T) => T;
 export type ReduceOp<T = unknown> = ReduceOpName | ReduceFn<T>;

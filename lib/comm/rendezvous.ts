@@ -1,6 +1,7 @@
 import * as zmq from "zeromq";
 import { BootstrapError } from "../errors.ts";
 import { pack, unpack } from "./codec.ts";
+import { ENV } from "./env.ts";
 
 /**
  * Rendezvous: how N ranks that know only (rank, size, one address) learn every rank's endpoint.
@@ -9,7 +10,34 @@ import { pack, unpack } from "./codec.ts";
  * `hello {rank, endpoint, pid, host}`. When all `size` ranks have said hello, the service answers each with the
  * full endpoint table. The service runs in the launcher today; a launcher that starts ranks by ssh, mpirun or
  * Slurm runs the same service and only changes how processes start: the ranks' transport never changes.
+ *
+ * Two waits, so a rank that cannot reach its rendezvous fails fast while a large job on a busy machine may
+ * take its time to start. A ZeroMQ connect to an address nobody serves fails silently (it retries for ever), so
+ * the rank watches its socket for the ZeroMQ handshake with the service, which the service's ZeroMQ I/O thread
+ * completes however busy its JavaScript is: the handshake must happen within the connect timeout
+ * (WORKPOOL_CONNECT_TIMEOUT_MS, default 10 s), and the table come within JOIN_TIMEOUT_MS (or the connect
+ * timeout, if longer) after that.
  */
+
+/** How long a rank waits to connect to the rendezvous unless WORKPOOL_CONNECT_TIMEOUT_MS says otherwise. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** How long a rank connected to the rendezvous waits for every other rank to join (the endpoint table). */
+export const JOIN_TIMEOUT_MS = 300_000;
+/** The longest delay setTimeout takes. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** WORKPOOL_CONNECT_TIMEOUT_MS from `env`, or DEFAULT_CONNECT_TIMEOUT_MS; BootstrapError if it is not a duration. */
+export function connectTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[ENV.connectTimeoutMs];
+  if (raw === undefined || raw.trim() === "") return DEFAULT_CONNECT_TIMEOUT_MS;
+  const ms = Number(raw);
+  if (!Number.isInteger(ms) || ms < 1 || ms > MAX_TIMEOUT_MS) {
+    throw new BootstrapError(
+      `environment variable ${ENV.connectTimeoutMs} must be a whole number of milliseconds in 1..${MAX_TIMEOUT_MS}; got ${JSON.stringify(raw)}`,
+    );
+  }
+  return ms;
+}
 
 interface Hello {
   t: "hello";
@@ -90,25 +118,75 @@ export async function serveRendezvous(size: number, bindAddress: string): Promis
   return service;
 }
 
-/** Rank side: announce this rank's inbox and wait for the endpoint table. */
-export async function joinRendezvous(address: string, hello: Omit<Hello, "t">, timeoutMs: number): Promise<string[]> {
-  const dealer = new zmq.Dealer({ linger: 0, receiveTimeout: timeoutMs });
+/**
+ * Rank side: announce this rank's inbox and wait for the endpoint table. Rejects with BootstrapError naming
+ * the address when no ZeroMQ connection to the rendezvous is made within `connectMs`, or the table does not
+ * come within `joinMs` after that.
+ */
+export async function joinRendezvous(
+  address: string,
+  hello: Omit<Hello, "t">,
+  connectMs: number,
+  joinMs = Math.max(JOIN_TIMEOUT_MS, connectMs),
+): Promise<string[]> {
+  const dealer = new zmq.Dealer({ linger: 0 });
+  const who = `rank ${hello.rank}`;
+  let connected = false;
+  const handshake = new Promise<typeof CONNECTED>((resolve) => {
+    dealer.events.on("handshake", () => {
+      connected = true;
+      resolve(CONNECTED);
+    });
+  });
   try {
-    dealer.connect(address);
-    await dealer.send(pack({ t: "hello", ...hello }));
-    let body: Buffer | undefined;
+    let received: Promise<Reply>;
     try {
-      [body] = await dealer.receive();
+      dealer.connect(address);
+      await dealer.send(pack({ t: "hello", ...hello }));
+      received = dealer.receive().then(([body]) => unpack(body as Buffer) as Reply);
     } catch (cause) {
+      throw new BootstrapError(`${who}: cannot reach the rendezvous at ${address}: ${(cause as Error).message}`, {
+        cause,
+      });
+    }
+    // Closing the socket on the way out rejects a receive still pending: that is no news.
+    received.catch(() => {});
+    const first = Promise.race<Reply | typeof CONNECTED>([received, handshake]);
+    let reply = await race(first, connectMs, () => (connected ? CONNECTED : undefined));
+    if (reply === undefined) {
       throw new BootstrapError(
-        `rank ${hello.rank}: no endpoint table from the rendezvous at ${address} within ${timeoutMs} ms`,
-        { cause },
+        `${who}: cannot reach the rendezvous at ${address}: no connection within ${connectMs} ms ` +
+          `(${ENV.connectTimeoutMs}); is the launcher that serves it still running, and can this host reach that address?`,
       );
     }
-    const reply = unpack(body as Buffer) as Reply;
-    if (reply.t === "error") throw new BootstrapError(reply.message);
+    if (reply === CONNECTED) reply = await race(received, joinMs, () => undefined);
+    if (reply === undefined) {
+      throw new BootstrapError(
+        `${who}: connected to the rendezvous at ${address}, but not every rank joined within ${joinMs} ms`,
+      );
+    }
+    if (reply.t === "error") throw new BootstrapError(`${who}: ${reply.message}`);
     return reply.endpoints;
   } finally {
     dealer.close();
+  }
+}
+
+const CONNECTED = Symbol("connected");
+
+/**
+ * What `promise` settles to, if within `ms`; else what `late()` says then. Socket events are read in the event
+ * loop's poll phase, which runs after its timers, so `late` is asked one poll phase after the timer fires: an
+ * event that came while this process was not running (a busy machine) still counts.
+ */
+async function race<T, L>(promise: Promise<T>, ms: number, late: () => L): Promise<T | L> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<L>((resolve) => {
+    timer = setTimeout(() => setImmediate(() => resolve(late())), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,18 +1,17 @@
 import { hostname } from "node:os";
-import { ClosedError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
-import { decodeFrame, decodeSplit, encodeMessage } from "./codec.ts";
+import { ClosedError, describe, InvalidArgumentError, type RankFailedError } from "../errors.ts";
+import { encodeMessage, type ValueName } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
-import { ENV, type JobEnv, readJobEnv } from "./env.ts";
-import { ANY, Matcher, type Message } from "./matcher.ts";
+import { type JobEnv, readJobEnv } from "./env.ts";
+import { ANY, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
-import { joinRendezvous } from "./rendezvous.ts";
+import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
+import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
+import { checkSplitArguments, planSplit } from "./split.ts";
 import { Transport } from "./transport.ts";
 
-/** Message contexts: like MPI communicator contexts, traffic in one never matches receives in another. */
-export const CONTEXT = { user: 0, collective: 1, firstFree: 2 } as const;
-/** The context of `close`'s own collective (the largest u32, never allocated to a pool). */
-const CLOSE_CONTEXT = 2 ** 32 - 1;
+export { CONTEXT, type ContextListener } from "./router.ts";
 
 export interface RecvOptions {
   /** Rank to receive from, or ANY. @default ANY */
@@ -23,62 +22,93 @@ export interface RecvOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Handler that takes every message of one context as it arrives (used by pools). */
-export type ContextListener = (source: number, tag: number, data: unknown) => void;
+/** @internal How a communicator made by `split` sits in its process. */
+export interface SubScope {
+  readonly router: Router;
+  /** The world rank of each of its ranks. */
+  readonly members: readonly number[];
+  /** This process's rank in it. */
+  readonly rank: number;
+  /** The first context of its block (SUB_CONTEXTS long). */
+  readonly base: number;
+}
 
 const MAX_TAG = 2 ** 31 - 1;
+/** Collective sequence numbers are tags on the wire, a u32: they wrap there. */
+const SEQUENCE_WRAP = 2 ** 32;
 /** What `send` returns when the message is queued without back-pressure (one shared, already resolved). */
 const RESOLVED: Promise<void> = Promise.resolve();
 
 /**
- * One rank's view of the job: its rank, the job size, point-to-point messages and collectives.
+ * A communicator: the ranks of the job (the world, from `connect()`) or a group of them (from `split`), this
+ * process's rank among them, point-to-point messages and collectives between them, and pools over them.
  *
  * Concurrency rules:
  * - Any number of `recv`s may wait at once. A message goes to the earliest-posted receive it matches;
  *   two receives that both match the same message do not both get it.
  * - Messages from one sender that match one receive arrive in the order they were sent.
- * - Collectives must be called in the same order on every rank; at most one collective at a time per rank.
- * - `close()` is collective, like MPI_Finalize: it rejects every pending `recv` with ClosedError at once and
- *   resolves once what this rank sent is handed to ZeroMQ; the process then stays up until every rank has
- *   closed and every message sent to this rank has arrived, and only then closes its sockets and exits. So no
- *   rank exits while a message to it is still on the way (its sender would otherwise keep trying to deliver it
- *   for LINGER_MS), whatever the app or a pool sent last; and a rank that fails inside `await using` or a
- *   `finally` still exits with its error, since `close()` does not wait for the others.
- * - If this rank's receive loop fails (a frame that does not decode, a socket error), the world is failed:
- *   every pending `recv` and collective rejects at once with RankFailedError naming the call and the cause,
- *   and so does every later `send`, `recv` and collective (`tryRecv` still takes what arrived before). The
- *   rank cannot finish the job: `close()` then only closes the sockets, and a process that ends with status 0
- *   anyway exits with status 1 and a message saying why, so the launcher brings the job down.
+ * - Collectives must be called in the same order on every rank of the communicator; at most one collective at
+ *   a time per rank and communicator. Communicators are independent: collectives on two communicators may run
+ *   at the same time, except `split`, of which a process runs one at a time (on any communicator).
+ * - Messages of different communicators never match each other: each has its own message contexts, agreed
+ *   collectively by `split`. Ranks, as `source`, `dest` or `root`, are ranks in the communicator called.
+ * - `close()` on the world is collective, like MPI_Finalize: it rejects every pending `recv` (of every
+ *   communicator) with ClosedError at once and resolves once what this rank sent is handed to ZeroMQ; the
+ *   process then stays up until every rank has closed and every message sent to this rank has arrived, and
+ *   only then closes its sockets and exits. So no rank exits while a message to it is still on the way (its
+ *   sender would otherwise keep trying to deliver it for LINGER_MS), whatever the app or a pool sent last; and
+ *   a rank that fails inside `await using` or a `finally` still exits with its error, since `close()` does not
+ *   wait for the others. `close()` on a communicator from `split` is local: it only ends that communicator here
+ *   (its pending and later calls reject with ClosedError).
+ * - If this rank's receive loop fails (a frame that does not decode, a socket error), the world and every
+ *   communicator split from it are failed: every pending `recv` and collective rejects at once with
+ *   RankFailedError naming the call and the cause, and so does every later `send`, `recv` and collective
+ *   (`tryRecv` still takes what arrived before). The rank cannot finish the job: `close()` then only closes the
+ *   sockets, and a process that ends with status 0 anyway exits with status 1 and a message saying why, so the
+ *   launcher brings the job down.
  */
 export class World implements AsyncDisposable {
+  /** This process's rank in this communicator, 0..size-1. */
   readonly rank: number;
+  /** The number of ranks in this communicator. */
   readonly size: number;
-  /** The job's environment as the launcher described it (pool spec, transport). */
+  /** The job's environment as the launcher described it (pool spec, transport; world rank and size). */
   readonly env: JobEnv;
-  private transport: Transport | undefined;
-  private readonly matchers = new Map<number, Matcher>();
-  private readonly listeners = new Map<number, ContextListener>();
-  private nextContext: number = CONTEXT.firstFree;
-  private collSeq = 0;
-  private closed = false;
-  private closing: Promise<void> | undefined;
+  private readonly router: Router;
+  /** The world rank of each rank here; undefined for the world itself (where they are the same). */
+  private readonly members: readonly number[] | undefined;
+  private readonly userContext: number;
+  private readonly collectiveContext: number;
+  /** The next context a pool gets, and the end of this communicator's block. */
+  private nextContext: number;
+  private readonly endContext: number;
   private readonly channel: CollectiveChannel;
-  /** Messages sent to each other rank, and received from other ranks (`close`'s own excepted). */
-  private readonly sentTo: number[];
-  private received = 0;
-  /** While `close` waits for messages still on their way here: how many in all, and what to wake. */
-  private drain: { readonly expected: number; readonly resolve: () => void } | undefined;
-  /** Why this rank's receive loop failed (see `fail`); undefined while it works. */
-  private failureCause: Error | undefined;
-  private readonly failureListeners = new Set<(error: RankFailedError) => void>();
+  /** `close()` was called on this communicator from `split` (the world's close is the router's). */
+  private ownClosed = false;
 
-  /** @internal use `connect()` */
-  constructor(env: JobEnv) {
+  /** @internal use `connect()` (and `split` for a sub-communicator) */
+  constructor(env: JobEnv, scope?: SubScope) {
     this.env = env;
-    this.rank = env.rank;
-    this.size = env.size;
-    this.channel = this.channelIn(CONTEXT.collective);
-    this.sentTo = new Array<number>(env.size).fill(0);
+    let base: number;
+    if (scope) {
+      this.router = scope.router;
+      this.members = scope.members;
+      this.rank = scope.rank;
+      this.size = scope.members.length;
+      base = scope.base;
+      this.endContext = base + SUB_CONTEXTS;
+    } else {
+      this.router = new Router(env.rank, env.size);
+      this.members = undefined;
+      this.rank = env.rank;
+      this.size = env.size;
+      base = 0;
+      this.endContext = WORLD_CONTEXTS;
+    }
+    this.userContext = base + CONTEXT.user;
+    this.collectiveContext = base + CONTEXT.collective;
+    this.nextContext = base + CONTEXT.firstFree;
+    this.channel = this.channelIn(this.collectiveContext);
   }
 
   private channelIn(context: number): CollectiveChannel {
@@ -86,93 +116,61 @@ export class World implements AsyncDisposable {
     return {
       rank: this.rank,
       size: this.size,
-      nextSequence: context === CONTEXT.collective ? () => this.collSeq++ : () => seq++,
-      send: (dest, tag, data, call) => this.sendIn(context, dest, tag, data, call),
-      recv: async (source, tag, signal, call) => (await this.matcher(context).receive(source, tag, signal, call)).data,
+      nextSequence: () => {
+        const tag = seq;
+        seq = (seq + 1) % SEQUENCE_WRAP;
+        return tag;
+      },
+      send: (dest, tag, data, call, name) => this.sendIn(context, dest, tag, data, call, name ?? "value"),
+      recv: async (source, tag, signal, call) =>
+        (await this.router.matcher(context).receive(source, tag, signal, call)).data,
     };
+  }
+
+  /** The world rank of rank `r` of this communicator. */
+  private worldRank(r: number): number {
+    return this.members ? (this.members[r] as number) : r;
   }
 
   /** @internal */
   attach(transport: Transport): void {
-    this.transport = transport;
+    this.router.attach(transport);
   }
 
   /** @internal called by the transport for every received frame, or (with `body`) a message sent split. */
-  onFrame = (frame: Buffer, body?: Buffer): void => {
-    // A frame that does not decode, or a listener that throws, throws out of here: the transport's receive
-    // loop then stops and calls `fail`.
-    if (body) decodeSplit(frame, body, this.onMessage);
-    else decodeFrame(frame, this.onMessage);
-  };
-
-  /** One callback for every frame: no closure to create (and, under tsx, to name) per frame. */
-  private readonly onMessage = (source: number, context: number, tag: number, data: unknown): void =>
-    this.dispatch(source, context, tag, data);
-
-  private dispatch(source: number, context: number, tag: number, data: unknown): void {
-    if (source !== this.rank && context !== CLOSE_CONTEXT) {
-      this.received++;
-      if (this.drain && this.received >= this.drain.expected) this.drain.resolve();
-    }
-    const listener = this.listeners.get(context);
-    if (listener) listener(source, tag, data);
-    else this.matcher(context).deliver(source, tag, data);
+  get onFrame(): (frame: Buffer, body?: Buffer) => void {
+    return this.router.onFrame;
   }
 
-  private matcher(context: number): Matcher {
-    let m = this.matchers.get(context);
-    if (!m) {
-      m = new Matcher();
-      if (this.failureCause) m.fail(this.failedError);
-      this.matchers.set(context, m);
-    }
-    return m;
-  }
-
-  /** @internal throws ClosedError once the world is closed, RankFailedError once it has failed. */
+  /** @internal throws ClosedError once the communicator is closed, RankFailedError once it has failed. */
   checkOpen(call: string): void {
-    if (this.closed) throw new ClosedError(`${call}: the world is closed`);
-    if (this.failureCause) throw this.failedError(call);
+    if (this.router.isClosed) throw new ClosedError(`${call}: the world is closed`);
+    if (this.ownClosed) throw new ClosedError(`${call}: the communicator is closed`);
+    if (this.router.failed) throw this.router.failedError(call);
   }
-
-  /** The error a call (or, without `call`, a pool) gets from a failed world. */
-  private readonly failedError = (call?: string): RankFailedError => {
-    const cause = this.failureCause as Error;
-    const what = `rank ${this.rank} failed, it can no longer receive: ${cause.message}`;
-    return new RankFailedError(this.rank, call ? `${call}: ${what}` : what, { cause });
-  };
 
   /**
    * @internal This rank's receive loop failed with `cause` (the transport calls it; so does a message to this
-   * rank itself that does not decode): rejects every pending receive and collective with RankFailedError
-   * naming the call and `cause`, makes later calls reject too (see the class comment), and calls every
-   * `onFailure` listener. Sending stays possible for pools (to tell the other ranks). Only the first call counts.
+   * rank itself that does not decode): rejects every pending receive and collective, of every communicator,
+   * with RankFailedError naming the call and `cause`, makes later calls reject too (see the class comment),
+   * and calls every `onFailure` listener. Sending stays possible for pools (to tell the other ranks). Only the
+   * first call counts.
    */
   fail(cause: Error): void {
-    if (this.failureCause) return;
-    this.failureCause = cause;
-    for (const m of this.matchers.values()) m.fail(this.failedError);
-    const error = this.failedError();
-    for (const listener of [...this.failureListeners]) listener(error);
-    this.failureListeners.clear();
+    this.router.fail(cause);
   }
 
   /**
-   * @internal Calls `listener` once when this world fails (`fail`), at once if it has already failed. Returns a
-   * function that removes the listener.
+   * @internal Calls `listener` once when this process's messaging fails (`fail`), at once if it has already
+   * failed. Returns a function that removes the listener.
    */
   onFailure(listener: (error: RankFailedError) => void): () => void {
-    if (this.failureCause) {
-      listener(this.failedError());
-      return () => {};
-    }
-    this.failureListeners.add(listener);
-    return () => this.failureListeners.delete(listener);
+    return this.router.onFailure(listener);
   }
 
   /** @internal The error of a failed world (see `fail`); undefined while it works. */
   get failure(): RankFailedError | undefined {
-    return this.failureCause ? this.failedError() : undefined;
+    return this.router.failure;
   }
 
   private checkRank(call: string, what: string, r: unknown, allowAny: boolean): void {
@@ -184,62 +182,38 @@ export class World implements AsyncDisposable {
     }
   }
 
-  private checkTag(call: string, t: unknown, allowAny: boolean): void {
+  private checkTag(call: string, what: string, t: unknown, allowAny: boolean): void {
     if (allowAny && t === ANY) return;
     if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > MAX_TAG) {
       throw new InvalidArgumentError(
-        `${call}: tag must be an integer in 0..${MAX_TAG}${allowAny ? " or ANY" : ""}; got ${describe(t)}`,
+        `${call}: ${what} must be an integer in 0..${MAX_TAG}${allowAny ? " or ANY" : ""}; got ${describe(t)}`,
       );
     }
   }
 
   /** @internal send in a given context; validation of dest is the caller's. */
-  sendIn(context: number, dest: number, tag: number, data: unknown, call: string): Promise<void> {
-    const bytes = encodeMessage(this.rank, context, tag, data, call);
+  sendIn(context: number, dest: number, tag: number, data: unknown, call: string, name?: ValueName): Promise<void> {
     try {
-      return this.hand(dest, bytes, context !== CLOSE_CONTEXT, call) ?? RESOLVED;
+      const bytes = encodeMessage(this.rank, context, tag, data, call, name);
+      return this.router.hand(this.worldRank(dest), bytes, true, call) ?? RESOLVED;
     } catch (e) {
       return Promise.reject(e);
     }
   }
 
   /**
-   * The one way out for an encoded message: to this rank in a microtask, else to the transport, counted for
-   * `close` (unless it is close's own). Returns the transport's back-pressure promise, if any. After close()
-   * counted what was sent, nothing else may leave (a collective still running, say): ClosedError.
-   */
-  private hand(dest: number, bytes: Buffer, counted: boolean, call: string): Promise<void> | undefined {
-    if (dest === this.rank) {
-      queueMicrotask(() => {
-        try {
-          this.onFrame(bytes);
-        } catch (e) {
-          this.fail(e as Error);
-        }
-      });
-      return undefined;
-    }
-    const t = this.transport;
-    if (!t) throw new ClosedError(`${call}: no transport`);
-    if (counted) {
-      if (this.closed) throw new ClosedError(`${call}: the world is closed`);
-      this.sentTo[dest]!++;
-    }
-    return t.enqueue(dest, bytes);
-  }
-
-  /**
    * Sends `data` to rank `dest` with `tag`. Resolves once the message is handed to the transport: `data` was
    * encoded when `send` was called, so it may be changed right away. Resolves later only to apply
-   * back-pressure when several MiB are already queued for `dest`.
+   * back-pressure when several MiB are already queued for `dest`. Rejects with EncodeError, sending nothing,
+   * if `data` holds a function or a symbol, or is circular (the message names the path to it).
    */
   send(dest: number, tag: number, data: unknown): Promise<void> {
     // Not `async`: on the hot path that would add a promise and several microtask turns per message.
     try {
       this.checkOpen("send");
       this.checkRank("send", "dest", dest, false);
-      this.checkTag("send", tag, false);
-      return this.sendIn(CONTEXT.user, dest, tag, data, "send");
+      this.checkTag("send", "tag", tag, false);
+      return this.sendIn(this.userContext, dest, tag, data, "send");
     } catch (e) {
       return Promise.reject(e);
     }
@@ -253,8 +227,33 @@ export class World implements AsyncDisposable {
       const source = opts.source ?? ANY;
       const tag = opts.tag ?? ANY;
       this.checkRank("recv", "source", source, true);
-      this.checkTag("recv", tag, true);
-      return this.matcher(CONTEXT.user).receive(source, tag, opts.signal, "recv") as Promise<Message<T>>;
+      this.checkTag("recv", "tag", tag, true);
+      return this.router.matcher(this.userContext).receive(source, tag, opts.signal, "recv") as Promise<Message<T>>;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Sends `data` to `dest` with `sendTag` and receives a message matching `opts` (as `recv`), at once, like
+   * MPI_Sendrecv: two ranks that exchange with `sendrecv` never deadlock, whatever the order. The message is
+   * queued before the receive is posted, and the receive is posted before anything is awaited. Resolves to the
+   * message received once both are done. Bad arguments or data that cannot be sent reject before either
+   * happens.
+   */
+  sendrecv<T = unknown>(dest: number, sendTag: number, data: unknown, opts: RecvOptions = {}): Promise<Message<T>> {
+    try {
+      this.checkOpen("sendrecv");
+      this.checkRank("sendrecv", "dest", dest, false);
+      this.checkTag("sendrecv", "sendTag", sendTag, false);
+      const source = opts.source ?? ANY;
+      const tag = opts.tag ?? ANY;
+      this.checkRank("sendrecv", "source", source, true);
+      this.checkTag("sendrecv", "tag", tag, true);
+      const bytes = encodeMessage(this.rank, this.userContext, sendTag, data, "sendrecv");
+      const sent = this.router.hand(this.worldRank(dest), bytes, true, "sendrecv") ?? RESOLVED;
+      const received = this.router.matcher(this.userContext).receive(source, tag, opts.signal, "sendrecv");
+      return Promise.all([sent, received]).then(([, m]) => m as Message<T>);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -265,13 +264,13 @@ export class World implements AsyncDisposable {
     const source = opts.source ?? ANY;
     const tag = opts.tag ?? ANY;
     this.checkRank("tryRecv", "source", source, true);
-    this.checkTag("tryRecv", tag, true);
-    return this.matcher(CONTEXT.user).take(source, tag) as Message<T> | undefined;
+    this.checkTag("tryRecv", "tag", tag, true);
+    return this.router.matcher(this.userContext).take(source, tag) as Message<T> | undefined;
   }
 
   /** Number of point-to-point messages that have arrived and wait for a receive. */
   get queued(): number {
-    return this.matcher(CONTEXT.user).size;
+    return this.router.matcher(this.userContext).size;
   }
 
   /** Resolves when every rank has called `barrier`. */
@@ -317,34 +316,101 @@ export class World implements AsyncDisposable {
   }
 
   /**
-   * @internal Allocates a private message context. Every rank must allocate contexts in the same order
-   * (pools do so in creation order), so the same number names the same pool everywhere.
+   * Every rank gives one value per rank: `values[i]` goes to rank i. Resolves to what every rank gave this one,
+   * indexed by source rank (`result[rank]` is this rank's own `values[rank]`), like MPI_Alltoall.
+   */
+  async alltoall<T>(values: readonly T[], opts?: CollectiveOptions): Promise<T[]> {
+    this.checkOpen("alltoall");
+    return coll.alltoall(this.channel, values, opts);
+  }
+
+  /** Inclusive prefix, like MPI_Scan: rank r gets the values of ranks 0..r combined with `op` in rank order. */
+  async scan<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
+    this.checkOpen("scan");
+    return coll.scan(this.channel, value, op, opts);
+  }
+
+  /**
+   * Exclusive prefix, like MPI_Exscan: rank r gets the values of ranks 0..r-1 combined with `op` in rank
+   * order; rank 0 gets undefined.
+   */
+  async exscan<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T | undefined> {
+    this.checkOpen("exscan");
+    return coll.exscan(this.channel, value, op, opts);
+  }
+
+  /**
+   * Like MPI_Reduce_scatter_block: every rank gives one value per rank; rank i gets `values[i]` of every rank
+   * combined with `op` in rank order. A value may itself be an array or typed array (a block), combined
+   * element-wise by the built-in ops.
+   */
+  async reduceScatter<T>(values: readonly T[], op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
+    this.checkOpen("reduceScatter");
+    return coll.reduceScatter(this.channel, values, op, opts);
+  }
+
+  /**
+   * Collective, like MPI_Comm_split: the ranks that give the same `color` form a new communicator, ranked by
+   * `key`, ties broken by their rank here. Resolves to it, or to undefined on a rank whose color is undefined
+   * (MPI_UNDEFINED). `color` is undefined or an integer in 0..2^31-1; `key` any safe integer (default 0, so the
+   * order here is kept).
+   *
+   * The new communicator is a World of its own: its own rank and size, point-to-point messages (ranks are its
+   * ranks), every collective, `split`, and pools, which run on its ranks only. Its messages never match another
+   * communicator's. A process runs one split at a time (on any communicator); another one started meanwhile
+   * rejects with InvalidArgumentError.
+   */
+  async split(color: number | undefined, key = 0, opts?: CollectiveOptions): Promise<World | undefined> {
+    this.checkOpen("split");
+    checkSplitArguments(color, key);
+    const router = this.router;
+    if (router.splitting) {
+      throw new InvalidArgumentError(
+        "split: another split is running on this process; split one communicator at a time (await each split)",
+      );
+    }
+    router.splitting = true;
+    try {
+      const plan = await planSplit(this.channel, color, key, router.nextBlock, opts);
+      router.nextBlock = plan.nextBlock;
+      if (!plan.members) return undefined;
+      return new World(this.env, {
+        router,
+        members: plan.members.map((r) => this.worldRank(r)),
+        rank: plan.members.indexOf(this.rank),
+        base: plan.base,
+      });
+    } finally {
+      router.splitting = false;
+    }
+  }
+
+  /**
+   * @internal Allocates a private message context from this communicator's block. Every rank must allocate
+   * contexts in the same order (pools do so in creation order), so the same number names the same pool
+   * everywhere.
    */
   allocateContext(): number {
+    if (this.nextContext >= this.endContext) {
+      const most = this.endContext - this.userContext - CONTEXT.firstFree;
+      throw new InvalidArgumentError(`pool: this communicator has made ${most} pools, the most it can`);
+    }
     return this.nextContext++;
   }
 
   /** @internal Routes every message of `context` to `listener`, first the ones already queued. */
   listen(context: number, listener: ContextListener | undefined): void {
-    if (!listener) {
-      this.listeners.delete(context);
-      return;
-    }
-    this.listeners.set(context, listener);
-    const m = this.matchers.get(context);
-    if (m) {
-      for (let msg = m.take(ANY, ANY); msg; msg = m.take(ANY, ANY)) listener(msg.source, msg.tag, msg.data);
-    }
+    this.router.listen(context, listener);
   }
 
-  /** True once `close()` was called. */
+  /** True once `close()` was called (on this communicator, or on the world). */
   get isClosed(): boolean {
-    return this.closed;
+    return this.ownClosed || this.router.isClosed;
   }
 
   /** @internal send in a private context (pools); no argument checks. */
   post(context: number, dest: number, tag: number, data: unknown): Promise<void> {
-    return this.sendIn(context, dest, tag, data, "pool");
+    return this.sendIn(context, dest, tag, data, "pool", "data");
   }
 
   /** @internal encodes a message of this rank for `postEncoded` (pools count and may delay it). */
@@ -354,46 +420,25 @@ export class World implements AsyncDisposable {
 
   /** @internal sends a message made by `encode`; one for another rank after close (a pool's late one) is dropped. */
   postEncoded(dest: number, bytes: Buffer): void {
-    if (dest !== this.rank && (this.closed || !this.transport)) return;
-    void this.hand(dest, bytes, true, "pool");
+    this.router.handLate(this.worldRank(dest), bytes);
   }
 
   /**
-   * Collective (every rank must call it, like MPI_Finalize): rejects pending receives at once and resolves
-   * once what this rank sent is handed to ZeroMQ. In the background it then waits until every rank has
-   * closed and every message sent here has arrived, and closes the sockets, which lets the process exit.
-   * Idempotent.
+   * On the world, collective (every rank must call it, like MPI_Finalize): rejects pending receives, of every
+   * communicator, at once and resolves once what this rank sent is handed to ZeroMQ. In the background it then
+   * waits until every rank has closed and every message sent here has arrived, and closes the sockets, which
+   * lets the process exit. On a communicator from `split`, local: rejects its pending receives and collectives
+   * and ends it on this rank, at once. Idempotent.
    */
   close(): Promise<void> {
-    if (!this.closing) {
-      this.closed = true;
-      for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");
-      this.closing = this.transport?.flush() ?? Promise.resolve();
-      this.finish().catch((e: unknown) => {
-        process.emitWarning(`workpool rank ${this.rank}: close failed: ${(e as Error).message}`);
-      });
+    if (!this.members) return this.router.close();
+    if (!this.ownClosed) {
+      this.ownClosed = true;
+      const reason = "the communicator was closed";
+      this.router.matcher(this.userContext).close(reason);
+      this.router.matcher(this.collectiveContext).close(reason);
     }
-    return this.closing;
-  }
-
-  private async finish(): Promise<void> {
-    const transport = this.transport;
-    if (!transport) return;
-    try {
-      // A failed world cannot take part in close's collective: it only closes its sockets.
-      if (this.failureCause) return;
-      // What every rank sent to every other, summed: the messages on their way here are the difference.
-      const sent = await coll.allreduce(this.channelIn(CLOSE_CONTEXT), [...this.sentTo], "sum");
-      const expected = sent[this.rank] ?? 0;
-      if (this.received < expected && !this.failureCause) {
-        await new Promise<void>((resolve, reject) => {
-          this.drain = { expected, resolve };
-          this.onFailure(reject);
-        });
-      }
-    } finally {
-      await transport.close();
-    }
+    return RESOLVED;
   }
 
   async [Symbol.asyncDispose](): Promise<void> {
@@ -418,13 +463,20 @@ async function join(): Promise<World> {
   const world = new World(env);
   if (env.size === 1 && !env.rendezvous) return world;
   const address = env.transport === "ipc" ? `ipc://${env.ipcDir}/r${env.rank}` : `tcp://${env.host}:*`;
+  const timeoutMs = connectTimeoutMs();
   const transport = await Transport.bind(address, world.onFrame, (e) => world.fail(e));
-  const timeoutMs = Number(process.env[ENV.connectTimeoutMs] ?? 300_000);
-  const endpoints = await joinRendezvous(
-    env.rendezvous as string,
-    { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
-    timeoutMs,
-  );
+  let endpoints: string[];
+  try {
+    endpoints = await joinRendezvous(
+      env.rendezvous as string,
+      { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
+      timeoutMs,
+    );
+  } catch (e) {
+    // Its bound inbox would keep the process alive, though an app that catches this has no world to use.
+    await transport.close();
+    throw e;
+  }
   transport.setPeers(endpoints);
   world.attach(transport);
   if (env.size > 1) {

@@ -2,12 +2,20 @@
  * The wire format in this process (lib/comm/codec.ts): the header's fields at their extremes, every type the
  * codec promises to keep (typed arrays, Maps, Sets, Dates, Errors, BigInts, nested objects; plain Uint8Array
  * as raw bytes), several messages in one frame at odd offsets, split messages, bodies whose length uses every
- * byte of the u32, self-contained bodies (decodable by a fresh decoder in any order), EncodeError for what
- * cannot be encoded, and clear errors for corrupt frames.
+ * byte of the u32, self-contained bodies (decodable by a fresh decoder in any order), EncodeError naming the
+ * path for what cannot be sent faithfully (functions, symbols, cycles), and clear errors for corrupt frames.
  */
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import { Packr } from "msgpackr";
-import { decodeFrame, decodeSplit, encodeMessage, HEADER_BYTES, pack, unpack } from "../../lib/comm/codec.ts";
+import {
+  decodeFrame,
+  decodeSplit,
+  encodeMessage,
+  HEADER_BYTES,
+  pack,
+  unpack,
+  type ValueName,
+} from "../../lib/comm/codec.ts";
 import { EncodeError } from "../../lib/errors.ts";
 
 interface Decoded {
@@ -199,10 +207,9 @@ test("a Buffer arrives as a Buffer, alone or nested", (t) => {
   }
 });
 
-test("what msgpack cannot tell apart, documented: -0 as a number becomes 0; functions become undefined", (t) => {
+test("what msgpack cannot tell apart, documented: -0 as a number becomes 0; class instances lose their prototype", (t) => {
   for (const got of roundTrips(-0)) t.true(Object.is(got, 0));
-  for (const got of roundTrips({ f: () => 1, x: 1 })) t.deepEqual(got, { f: undefined, x: 1 });
-  // Class instances arrive as plain objects with their own fields.
+  // Class instances arrive as plain objects with their own fields (methods live on the prototype).
   class Point {
     constructor(
       readonly x: number,
@@ -212,7 +219,12 @@ test("what msgpack cannot tell apart, documented: -0 as a number becomes 0; func
       return Math.hypot(this.x, this.y);
     }
   }
-  for (const got of roundTrips(new Point(3, 4))) t.deepEqual({ ...(got as object) }, { x: 3, y: 4 });
+  for (const got of roundTrips(new Point(3, 4))) {
+    t.is(Object.getPrototypeOf(got), Object.prototype);
+    t.deepEqual(got, { x: 3, y: 4 });
+  }
+  // Symbol-keyed fields are left out, as with JSON.
+  for (const got of roundTrips({ [Symbol("k")]: 1, x: 2 })) t.deepEqual(got, { x: 2 });
 });
 
 test("several messages in one frame decode in order, each at an odd offset (the header is 17 bytes)", (t) => {
@@ -304,22 +316,84 @@ test("a split body that owns its buffer becomes the data without a copy; one tha
   t.deepEqual(got, Uint8Array.from([1, 2, 3]));
 });
 
-test("data msgpackr cannot encode throws EncodeError naming the call, at any depth", (t) => {
-  const circular: Record<string, unknown> = {};
-  circular.self = circular;
-  for (const [value, why] of [
-    [Symbol("top"), /symbol/],
-    [{ deep: [1, { s: Symbol("deeper") }] }, /symbol/],
-    [circular, /./],
-  ] as const) {
-    const e = t.throws(() => encodeMessage(0, 0, 0, value, "allgather"), { instanceOf: EncodeError });
-    t.is(e?.code, "WP_ENCODE");
-    t.true(e?.message.startsWith("allgather: data cannot be encoded by msgpackr ("), e?.message);
-    t.regex(e?.message ?? "", why);
-    t.truthy(e?.cause);
+/** The EncodeError `encodeMessage` throws for `value`, sent by `call` (optionally naming the value). */
+function refused(t: ExecutionContext, value: unknown, call = "send", name?: ValueName): EncodeError {
+  const e = t.throws(() => encodeMessage(0, 0, 0, value, call, name), { instanceOf: EncodeError }) as EncodeError;
+  t.is(e.code, "WP_ENCODE");
+  t.is(e.name, "EncodeError");
+  return e;
+}
+
+test("a function or a symbol anywhere in the data is an EncodeError naming the call and the path to it", (t) => {
+  const named = function onClick() {};
+  const cases: [unknown, string][] = [
+    [() => 1, "send: data is a function, which cannot be sent"],
+    [{ handlers: [1, {}, named] }, "send: data.handlers[2] is a function, which cannot be sent"],
+    [{ deep: [1, { s: Symbol("deeper") }] }, "send: data.deep[1].s is a symbol (Symbol(deeper)), which cannot be sent"],
+    [Symbol("top"), "send: data is a symbol (Symbol(top)), which cannot be sent"],
+    [{ "odd key": { f: named } }, 'send: data["odd key"].f is a function, which cannot be sent'],
+    [new Map([["k", { f: named }]]), 'send: data.get("k").f is a function, which cannot be sent'],
+    [
+      new Map<unknown, unknown>([
+        [1, 1],
+        [named, 2],
+      ]),
+      "send: data.keys()[1] is a function, which cannot be sent",
+    ],
+    [new Map([[7, [named]]]), "send: data.get(7)[0] is a function, which cannot be sent"],
+    [
+      { s: new Set([1, Symbol.iterator]) },
+      "send: data.s.values()[1] is a symbol (Symbol(Symbol.iterator)), which cannot be sent",
+    ],
+    [new Error("e", { cause: { retry: named } }), "send: data.cause.retry is a function, which cannot be sent"],
+    [
+      [new Float64Array(2), new Date(0), /x/, { ok: [null, undefined, 1n] }, { later: named }],
+      "send: data[4].later is a function, which cannot be sent",
+    ],
+  ];
+  for (const [value, message] of cases) {
+    const e = refused(t, value);
+    t.is(e.message, message);
   }
-  // The encoder is still usable afterwards.
+  // A class instance whose own field holds a function (a bound method, an arrow-function field).
+  class Widget {
+    readonly id = 3;
+    readonly onTick = () => this.id;
+  }
+  t.is(refused(t, { w: new Widget() }).message, "send: data.w.onTick is a function, which cannot be sent");
+  // A class instance with toJSON is sent as what toJSON returns (as msgpackr encodes it).
+  class Custom {
+    toJSON() {
+      return { f: named };
+    }
+  }
+  t.is(refused(t, [new Custom()]).message, "send: data[0].toJSON().f is a function, which cannot be sent");
+  // The call is the one named, and the encoder is still usable afterwards.
+  t.is(
+    refused(t, { f: named }, "allgather", "value").message,
+    "allgather: value.f is a function, which cannot be sent",
+  );
   t.deepEqual(frame(encodeMessage(0, 0, 0, { ok: true }, "send"))[0]?.data, { ok: true });
+});
+
+test("a circular structure is an EncodeError naming where it refers back; a deep but finite one is sent", (t) => {
+  const circular: Record<string, unknown> = { a: [1, {}] };
+  (circular.a as unknown[])[1] = { back: circular };
+  const e = refused(t, { top: circular }, "bcast", "value");
+  t.is(
+    e.message,
+    "bcast: value.top.a[1].back refers back to an object that contains it (a circular structure), which cannot be sent",
+  );
+  t.truthy(e.cause, "msgpackr's own error is the cause");
+  // The same object twice, side by side, is not a cycle.
+  const shared = { n: 1 };
+  for (const got of roundTrips([shared, shared])) t.deepEqual(got, [{ n: 1 }, { n: 1 }]);
+});
+
+test("a collective names the part of `values` that cannot be sent by its index in the caller's array", (t) => {
+  const name: ValueName = (path) => (typeof path[0] === "number" ? `values[${[4, 7][path[0]]}]` : "values");
+  const e = refused(t, [1, { f: () => 1 }], "reduceScatter", name);
+  t.is(e.message, "reduceScatter: values[7] is a function, which cannot be sent");
 });
 
 test("corrupt frames and split messages throw errors that say what is wrong", (t) => {

@@ -1,0 +1,133 @@
+/**
+ * A rank that cannot reach its rendezvous fails fast with a BootstrapError naming the address, instead of
+ * waiting for good: started directly (no launcher), with the job's variables pointing at an ipc path in a
+ * fresh folder that nothing serves. In-process: the two waits (connecting, then the table, which a busy
+ * service may be slow to send), and the timeout setting.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import test from "ava";
+import * as zmq from "zeromq";
+import { unpack } from "../../lib/comm/codec.ts";
+import {
+  connectTimeoutMs,
+  DEFAULT_CONNECT_TIMEOUT_MS,
+  joinRendezvous,
+  serveRendezvous,
+} from "../../lib/comm/rendezvous.ts";
+import { BootstrapError } from "../../lib/errors.ts";
+import { fixture, startNode } from "../helpers/run.ts";
+
+const LOADER = ["--import", "tsx", "--conditions=workpool-source"];
+
+function freshDir(): string {
+  return mkdtempSync(join(tmpdir(), "wp-bootstrap-"));
+}
+
+/** The variables of rank 1 of a 2-rank job whose rendezvous is `address`. */
+function jobEnv(dir: string, address: string, timeout: string | undefined): NodeJS.ProcessEnv {
+  return {
+    WORKPOOL_RANK: "1",
+    WORKPOOL_SIZE: "2",
+    WORKPOOL_RENDEZVOUS: address,
+    WORKPOOL_TRANSPORT: "ipc",
+    WORKPOOL_IPC_DIR: dir,
+    ...(timeout === undefined ? {} : { WORKPOOL_CONNECT_TIMEOUT_MS: timeout }),
+  };
+}
+
+test("a rank whose rendezvous nobody serves exits 1 with a BootstrapError naming the address", async (t) => {
+  const dir = freshDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const address = `ipc://${dir}/nobody`;
+  const r = await startNode([...LOADER, fixture("comm-bootstrap.ts")], jobEnv(dir, address, "300")).result;
+  t.is(r.code, 1, r.stderr);
+  t.is(r.stdout, "");
+  t.true(
+    r.stderr.includes(
+      `BootstrapError: rank 1: cannot reach the rendezvous at ${address}: no connection within 300 ms (WORKPOOL_CONNECT_TIMEOUT_MS)`,
+    ),
+    r.stderr,
+  );
+});
+
+test("an app that catches the BootstrapError gets its code and message, and the process still exits", async (t) => {
+  const dir = freshDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const address = `ipc://${dir}/nobody`;
+  const r = await startNode([...LOADER, fixture("comm-bootstrap.ts"), "catch"], jobEnv(dir, address, "200")).result;
+  t.is(r.code, 0, r.stderr);
+  t.regex(
+    r.stdout,
+    new RegExp(
+      `^caught BootstrapError WP_BOOTSTRAP: rank 1: cannot reach the rendezvous at ipc://.*/nobody: no connection within 200 ms \\(WORKPOOL_CONNECT_TIMEOUT_MS\\); .*\\n$`,
+    ),
+  );
+});
+
+test("a connect timeout that is not a whole number of milliseconds is a BootstrapError naming the variable", async (t) => {
+  const dir = freshDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await startNode(
+    [...LOADER, fixture("comm-bootstrap.ts"), "catch"],
+    jobEnv(dir, `ipc://${dir}/nobody`, "10s"),
+  ).result;
+  t.is(r.code, 0, r.stderr);
+  t.is(
+    r.stdout,
+    'caught BootstrapError WP_BOOTSTRAP: environment variable WORKPOOL_CONNECT_TIMEOUT_MS must be a whole number of milliseconds in 1..2147483647; got "10s"\n',
+  );
+});
+
+test("the connect timeout is 10 s unless WORKPOOL_CONNECT_TIMEOUT_MS says otherwise", (t) => {
+  t.is(DEFAULT_CONNECT_TIMEOUT_MS, 10_000);
+  t.is(connectTimeoutMs({}), 10_000);
+  t.is(connectTimeoutMs({ WORKPOOL_CONNECT_TIMEOUT_MS: "" }), 10_000);
+  t.is(connectTimeoutMs({ WORKPOOL_CONNECT_TIMEOUT_MS: "2500" }), 2500);
+  for (const bad of ["0", "-1", "1.5", "abc", "3e10"]) {
+    t.throws(() => connectTimeoutMs({ WORKPOOL_CONNECT_TIMEOUT_MS: bad }), {
+      instanceOf: BootstrapError,
+      message: new RegExp(`WORKPOOL_CONNECT_TIMEOUT_MS .* got "${bad}"$`),
+    });
+  }
+});
+
+test("a rank waits for the table once connected, however long the service takes to answer (up to the join timeout)", async (t) => {
+  const dir = freshDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // A ZeroMQ peer that never answers, as a launcher too busy to: the rank connects, so the connect timeout
+  // (100 ms) no longer applies, and the wait ends at the join timeout with a message that says so.
+  const silent = new zmq.Router({ linger: 0 });
+  t.teardown(() => silent.close());
+  await silent.bind(`ipc://${dir}/silent`);
+  const hello = { rank: 3, endpoint: `ipc://${dir}/r3`, pid: process.pid, host: "here" };
+  const heard = silent.receive();
+  const joining = joinRendezvous(`ipc://${dir}/silent`, hello, 100, 1500);
+  const [, body] = await heard;
+  t.like(unpack(body as Buffer), { t: "hello", rank: 3 });
+  await t.throwsAsync(joining, {
+    instanceOf: BootstrapError,
+    message: `rank 3: connected to the rendezvous at ipc://${dir}/silent, but not every rank joined within 1500 ms`,
+  });
+});
+
+test("the rendezvous sends the table once every rank has joined, and refuses a rank joining twice", async (t) => {
+  const dir = freshDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const service = await serveRendezvous(2, `ipc://${dir}/rv`);
+  t.teardown(() => service.close());
+  const hello = (rank: number) => ({ rank, endpoint: `ipc://${dir}/r${rank}`, pid: process.pid, host: "here" });
+  // Rank 0 alone: connected, it waits (here 300 ms) for rank 1.
+  await t.throwsAsync(joinRendezvous(service.endpoint, hello(0), 5000, 300), {
+    instanceOf: BootstrapError,
+    message: `rank 0: connected to the rendezvous at ${service.endpoint}, but not every rank joined within 300 ms`,
+  });
+  await t.throwsAsync(joinRendezvous(service.endpoint, hello(0), 5000, 300), {
+    instanceOf: BootstrapError,
+    message: "rank 0: rendezvous: rank 0 joined twice",
+  });
+  // Rank 1 completes the job: the table comes.
+  t.deepEqual(await joinRendezvous(service.endpoint, hello(1), 5000), [`ipc://${dir}/r0`, `ipc://${dir}/r1`]);
+  t.is((await service.complete).length, 2);
+});
