@@ -24,7 +24,7 @@ export const ENV = {
   // Settings a user may give in the launcher's environment; ranks inherit them.
   /** Address other ranks reach this one at (transport tcp); default 127.0.0.1. */
   host: "WORKPOOL_HOST",
-  /** How long connect() waits for every rank to join, in ms; default 300000. */
+  /** How long connect() waits to reach the rendezvous, in ms; default 10000 (then 300 s for the others). */
   connectTimeoutMs: "WORKPOOL_CONNECT_TIMEOUT_MS",
 
   // The control channel to the launcher (lib/runtime/control.ts). Set by the launcher for every rank.

@@ -390,6 +390,11 @@ export class World implements AsyncDisposable {
    * contexts in the same order (pools do so in creation order), so the same number names the same pool
    * everywhere.
    */
+  /** @internal How many contexts `allocateContext` has handed out (pools made on this communicator). */
+  get allocatedContexts(): number {
+    return this.nextContext - this.userContext - CONTEXT.firstFree + CONTEXT.user;
+  }
+
   allocateContext(): number {
     if (this.nextContext >= this.endContext) {
       const most = this.endContext - this.userContext - CONTEXT.firstFree;

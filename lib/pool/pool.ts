@@ -52,6 +52,7 @@ export class Pool<T = unknown> {
     this.world = world;
     this.context = context;
     this.config = config;
+    this.name = `pool${world.allocatedContexts}`;
     world.listen(context, (source, tag, data) => this.route(source, tag, data as Record<string, unknown>));
   }
 
@@ -68,8 +69,15 @@ export class Pool<T = unknown> {
       return;
     }
     const e = body.e as number;
-    if (this.engine && e === this.epoch) this.engine.onMessage(source, tag, body);
-    else if (e > this.epoch || (!this.engine && e === this.epoch + 1)) this.stash.push([source, tag, body]);
+    if (this.engine && e === this.epoch) {
+      try {
+        this.engine.onMessage(source, tag, body);
+      } catch (err) {
+        // E.g. a task this rank deals or gives away cannot be encoded (EncodeError): the run fails here, and
+        // the other ranks hear why, instead of the error escaping into the world's receive loop.
+        this.engine.fail(err as Error);
+      }
+    } else if (e > this.epoch || (!this.engine && e === this.epoch + 1)) this.stash.push([source, tag, body]);
   }
 
   /** Adds a task. Before `run` it waits for the run; during `run` it joins the running pool. */
@@ -105,10 +113,11 @@ export class Pool<T = unknown> {
     }
   }
 
-  /** The pool's name in statistics, traces and messages: `pool1` for the first pool a world made. */
-  get name(): string {
-    return `pool${this.context - 1}`;
-  }
+  /**
+   * The pool's name in statistics, traces and messages: `pool1` for the first pool a communicator made, in
+   * the order every rank makes them.
+   */
+  readonly name: string;
 
   /** @internal Tasks put and waiting for a run. */
   get waiting(): number {

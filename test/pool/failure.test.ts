@@ -142,3 +142,17 @@ for (const pool of ["centralized", "distributed"]) {
     }
   });
 }
+
+for (const pool of ["centralized", "distributed"]) {
+  test(`${pool}: a task that cannot be sent fails the run on every rank: EncodeError where, RankFailedError elsewhere`, async (t) => {
+    const all = await outcomes(3, pool, ["unsendable"]);
+    t.is(all.length, 3);
+    const at = all.findIndex((o) => o.name === "EncodeError");
+    t.true(at >= 0, JSON.stringify(all));
+    t.regex(all[at]?.message ?? "", /\.f is a function, which cannot be sent/);
+    for (const [rank, o] of all.entries()) {
+      if (rank === at) continue;
+      t.like(o, { name: "RankFailedError", rank: at, isTaskError: false }, `rank ${rank}`);
+    }
+  });
+}
