@@ -26,6 +26,8 @@ export const ENV = {
   host: "WORKPOOL_HOST",
   /** How long connect() waits to reach the rendezvous, in ms; default 10000 (then 300 s for the others). */
   connectTimeoutMs: "WORKPOOL_CONNECT_TIMEOUT_MS",
+  /** How often a rank checks whether its app ended without close() (lib/comm/router.ts), in ms; default 1000. */
+  idleCheckMs: "WORKPOOL_IDLE_CHECK_MS",
 
   // The control channel to the launcher (lib/runtime/control.ts). Set by the launcher for every rank.
   /** Where the launcher's control server listens: `ipc://PATH` (a Unix socket) or `tcp://HOST:PORT`. */

@@ -44,6 +44,11 @@ export class Matcher {
     return this.queued;
   }
 
+  /** Number of receives waiting for a message. */
+  get waiting(): number {
+    return this.pending.length;
+  }
+
   deliver(source: number, tag: number, data: unknown): void {
     const pending = this.pending;
     for (let i = 0; i < pending.length; i++) {

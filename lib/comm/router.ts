@@ -1,3 +1,4 @@
+import { ENV } from "./env.ts";
 import { ClosedError, RankFailedError } from "../errors.ts";
 import { decodeFrame, decodeSplit, encodeMessage } from "./codec.ts";
 import type { CollectiveChannel } from "./collectives.ts";
@@ -25,6 +26,26 @@ export type ContextListener = (source: number, tag: number, data: unknown) => vo
  * world ranks; a communicator translates its own before calling in. The `source` of a message is the sender's
  * rank in the communicator it was sent in (the header carries it), so receives see their communicator's ranks.
  */
+/** How often the idle watch looks (see Router.watchIdle): an app that forgot close() ends within ~2x this. */
+const IDLE_CHECK_MS = Number(process.env[ENV.idleCheckMs] ?? 1000);
+/** Resources a rank has from the start (its stdio): only more of them than at start count as activity. */
+const STDIO = new Set(["PipeWrap", "TTYWrap"]);
+
+/** How many resources of each type keep the event loop alive now (`stdio`: only those of STDIO's types). */
+function resourceCounts(stdio = false): Map<string, number> {
+  const counts = new Map<string, number>();
+  for (const r of process.getActiveResourcesInfo()) {
+    if (!stdio || STDIO.has(r)) counts.set(r, (counts.get(r) ?? 0) + 1);
+  }
+  return counts;
+}
+
+/** True if `now` has a resource type more often than `base`. */
+function beyond(now: Map<string, number>, base: Map<string, number>): boolean {
+  for (const [type, n] of now) if (n > (base.get(type) ?? 0)) return true;
+  return false;
+}
+
 export class Router {
   /** This process's world rank and the world's size. */
   readonly rank: number;
@@ -49,6 +70,8 @@ export class Router {
   nextBlock = WORLD_CONTEXTS;
   /** A split is running on this process (see split.ts: two at once could be given the same block). */
   splitting = false;
+  /** Pool runs (and the like) in progress here: see `hold`. */
+  private holds = 0;
 
   constructor(rank: number, size: number) {
     this.rank = rank;
@@ -58,6 +81,7 @@ export class Router {
 
   attach(transport: Transport): void {
     this.transport = transport;
+    this.watchIdle();
   }
 
   /** Every frame from the transport, or (with `body`) a message that travelled split. */
@@ -129,7 +153,11 @@ export class Router {
       if (this.closing) throw new ClosedError(`${call}: the world is closed`);
       this.sentTo[dest]!++;
     }
-    return t.enqueue(dest, bytes);
+    const backPressure = t.enqueue(dest, bytes);
+    if (backPressure === undefined) return undefined;
+    // Waiting for a slow peer to take what was sent is not idle (watchIdle).
+    const release = this.hold();
+    return backPressure.finally(release);
   }
 
   /** A message a pool encoded; one for another rank after close (a pool's late one) is dropped. */
@@ -178,6 +206,52 @@ export class Router {
   }
 
   /** See World#close: the collective end of the whole process's messaging. */
+  /**
+   * Marks this process busy on something the receive side cannot see (a pool run between messages); call
+   * the returned function when done. See `watchIdle`.
+   */
+  hold(): () => void {
+    this.holds++;
+    let released = false;
+    return () => {
+      if (!released) this.holds--;
+      released = true;
+    };
+  }
+
+  /**
+   * An app that never calls close() would otherwise hang for ever: the open sockets keep the process alive
+   * after its last statement. Every IDLE_CHECK_MS (an unref'd timer, which keeps nothing alive) this looks
+   * for anything still to happen: a receive or collective waiting, a pool run, or any resource keeping the
+   * event loop alive beyond what it was at start (stdio pipes), such as a timer, a socket or a child process
+   * of the app's. Twice in a row nothing: the app is done but did not close, or waits on a promise nothing
+   * can settle. The rank says so and exits 1, so the launcher names it and brings the job down.
+   */
+  private watchIdle(): void {
+    const baseline = resourceCounts(true);
+    let strikes = 0;
+    const timer = setInterval(() => {
+      if (this.closing || this.failureCause) {
+        clearInterval(timer);
+        return;
+      }
+      let waiting = this.holds;
+      for (const m of this.matchers.values()) waiting += m.waiting;
+      if (waiting > 0 || beyond(resourceCounts(), baseline)) {
+        strikes = 0;
+        return;
+      }
+      if (++strikes < 2) return;
+      clearInterval(timer);
+      process.stderr.write(
+        `workpool: rank ${this.rank}: the app has nothing left to do and never called world.close() ` +
+          "(or it awaits something nothing can settle); every rank must close its world\n",
+      );
+      process.exit(1);
+    }, IDLE_CHECK_MS);
+    timer.unref();
+  }
+
   close(): Promise<void> {
     if (!this.closing) {
       for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");

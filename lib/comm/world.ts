@@ -132,6 +132,11 @@ export class World implements AsyncDisposable {
     return this.members ? (this.members[r] as number) : r;
   }
 
+  /** @internal Marks this process busy (a pool run) for the idle watch (Router.hold); returns the release. */
+  hold(): () => void {
+    return this.router.hold();
+  }
+
   /** @internal */
   attach(transport: Transport): void {
     this.router.attach(transport);

@@ -181,6 +181,8 @@ export class Pool<T = unknown> {
     this.stash = [];
     for (const m of stashed) this.route(...m);
     engine.start();
+    // Between messages a run may have nothing the event loop can see: it is not an app that forgot close().
+    const release = this.world.hold();
     // This rank's messaging failed (its receive loop): the run fails here and tells the others.
     const offFailure = this.world.onFailure((e) => engine.fail(e));
     const signal = options.signal;
@@ -198,6 +200,7 @@ export class Pool<T = unknown> {
       await engine.done;
     } finally {
       offFailure();
+      release();
       clearInterval(progress);
       signal?.removeEventListener("abort", onAbort);
       this.engine = undefined;

@@ -1,0 +1,28 @@
+// An app that never calls close() is told so and its job ends within seconds, instead of hanging for ever;
+// an app that still waits for something (a timer, a receive, a pool run) is left alone.
+import test from "ava";
+import { fixture, linesOf, run } from "../helpers/run.ts";
+
+const APP = fixture("no-close.ts");
+const FAST = { WORKPOOL_IDLE_CHECK_MS: "100" };
+
+for (const n of [1, 3]) {
+  test(`an app that ends without close() on ${n} rank(s) fails naming the rank, instead of hanging`, async (t) => {
+    const t0 = Date.now();
+    const r = await run(["-n", String(n), "--timeout", "60", APP, "forgot"], FAST);
+    t.is(r.code, 1, r.stderr);
+    t.regex(
+      linesOf(r.stderr).at(-1) ?? "",
+      /^workpool: rank \d failed \(exit code 1\): workpool: rank \d: the app has nothing left to do and never called world\.close\(\)/,
+    );
+    t.true(Date.now() - t0 < 30_000);
+  });
+}
+
+for (const which of ["timer", "recv", "pool"]) {
+  test(`waiting is not idle: ${which}`, async (t) => {
+    const r = await run(["-n", "3", "--timeout", "60", APP, which], FAST);
+    t.is(r.code, 0, r.stderr);
+    t.is(linesOf(r.stdout).filter((l) => l.endsWith("closed")).length, 3, r.stdout);
+  });
+}
