@@ -10,6 +10,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   pool: async () => (await import("./pool.ts")).suite,
   apps: async () => (await import("./apps.ts")).suite,
   trees: async () => (await import("./trees.ts")).suite,
+  startup: async () => (await import("./startup.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

@@ -5,6 +5,7 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DISTRIBUTED_COMBINATIONS, resolvePoolConfig } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
+import { PACKAGE_ROOT } from "./loader.ts";
 import { OptionReader } from "./argv.ts";
 import { shortLabel } from "./compare-labels.ts";
 import { agreementHeadline, checkAgreement, resultLine } from "./compare-results.ts";
@@ -22,7 +23,7 @@ import type { StatsRecord } from "./stats-table.ts";
 import { formatTable } from "./table.ts";
 import { UsageError } from "./usage-error.ts";
 
-const BIN = fileURLToPath(new URL("../bin/workpool.js", import.meta.url));
+const BIN = fileURLToPath(new URL("bin/workpool.js", PACKAGE_ROOT));
 
 /**
  * Centralized (the coordinator only deals, it also works, and the seed slides' protocol where every put goes

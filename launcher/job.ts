@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { constants, tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
+import { constants } from "node:os";
 import { join } from "node:path";
 import { ENV, serveRendezvous, type TransportKind } from "../lib/internal.ts";
 import type { RankLauncherFactory, RankProcess } from "./backend.ts";
 import { LocalLauncher } from "./backends/local.ts";
 import { type ControlRecord, ControlServer } from "./control-server.ts";
-import { TS_LOADER } from "./loader.ts";
+import { makeJobFolder } from "./job-folder.ts";
+import { rankNodeOptions } from "./loader.ts";
 import { pipeLines } from "./lines.ts";
 import { ProgressLine } from "./progress.ts";
 import { type StatsRecord, formatStats } from "./stats-table.ts";
@@ -58,8 +59,6 @@ interface Failure {
   readonly message: string | undefined;
 }
 
-const preload = new URL("../lib/runtime/preload.ts", import.meta.url).href;
-
 function signalNumber(signal: NodeJS.Signals): number {
   return (constants.signals as Record<string, number>)[signal] ?? 1;
 }
@@ -70,7 +69,7 @@ function signalNumber(signal: NodeJS.Signals): number {
  * timeout, or when the launcher is interrupted. Resolves to the launcher's exit status.
  */
 export async function runJob(opts: JobOptions): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), "wp-"));
+  const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
   const rendezvousAddress = opts.transport === "ipc" ? `ipc://${dir}/rendezvous` : "tcp://127.0.0.1:*";
   const rendezvous = await serveRendezvous(opts.np, rendezvousAddress);
@@ -123,16 +122,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
   };
   if (opts.pool !== undefined) jobEnv[ENV.pool] = opts.pool;
   if (traceDir) jobEnv[ENV.traceDir] = traceDir;
-  const argv = [
-    ...(opts.nodeArgs ?? []),
-    "--conditions=workpool-source",
-    "--import",
-    TS_LOADER,
-    "--import",
-    preload,
-    opts.app,
-    ...opts.args,
-  ];
+  const argv = [...(opts.nodeArgs ?? []), ...rankNodeOptions(opts.app), opts.app, ...opts.args];
 
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopReason !== undefined) {

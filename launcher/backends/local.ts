@@ -1,15 +1,36 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { rankEnvironment } from "../../lib/internal.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 
-const REAPER = fileURLToPath(new URL("./reaper.js", import.meta.url));
+/**
+ * The job's last line of defence against orphans, started detached by the launcher as `sh -c REAPER reaper DIR`.
+ * It reads rank process group ids on stdin, one a line. If stdin ends without the line `done` (the launcher
+ * died, even by SIGKILL), it sends SIGTERM to every group, SIGKILL two seconds later, then removes the job folder
+ * DIR. A POSIX shell, not node: it costs the job no second node start (about 70 ms of CPU and 40 MB).
+ */
+const REAPER = `
+groups=""
+done=""
+while IFS= read -r line; do
+  case "$line" in
+    done) done=1 ;;
+    ""|*[!0-9]*) ;;
+    *) groups="$groups $line" ;;
+  esac
+done
+if [ -z "$done" ]; then
+  for g in $groups; do kill -s TERM -- "-$g" 2>/dev/null; done
+  sleep 2
+  for g in $groups; do kill -s KILL -- "-$g" 2>/dev/null; done
+fi
+rm -rf -- "$1"
+`;
 
 /**
  * The local back-end: every rank a child process of the launcher on this host, leading a process group of its
  * own (so a signal reaches whatever the rank started too), its control channel a Unix socket in the job folder.
- * A detached reaper (reaper.js) is told every group: if the launcher dies without saying the job is done (even
+ * A detached reaper (REAPER) is told every group: if the launcher dies without saying the job is done (even
  * by SIGKILL), it brings the groups down and removes the job folder.
  */
 export class LocalLauncher implements RankLauncher {
@@ -18,7 +39,10 @@ export class LocalLauncher implements RankLauncher {
 
   constructor(jobDir: string) {
     this.controlAddress = `ipc://${join(jobDir, "control")}`;
-    this.reaper = spawn(process.execPath, [REAPER, jobDir], { stdio: ["pipe", "ignore", "ignore"], detached: true });
+    this.reaper = spawn("/bin/sh", ["-c", REAPER, "reaper", jobDir], {
+      stdio: ["pipe", "ignore", "ignore"],
+      detached: true,
+    });
     this.reaper.unref();
     this.reaper.stdin?.on("error", () => {});
   }

@@ -390,16 +390,16 @@ export class World implements AsyncDisposable {
     }
   }
 
-  /**
-   * @internal Allocates a private message context from this communicator's block. Every rank must allocate
-   * contexts in the same order (pools do so in creation order), so the same number names the same pool
-   * everywhere.
-   */
   /** @internal How many contexts `allocateContext` has handed out (pools made on this communicator). */
   get allocatedContexts(): number {
     return this.nextContext - this.userContext - CONTEXT.firstFree + CONTEXT.user;
   }
 
+  /**
+   * @internal Allocates a private message context from this communicator's block. Every rank must allocate
+   * contexts in the same order (pools do so in creation order), so the same number names the same pool
+   * everywhere.
+   */
   allocateContext(): number {
     if (this.nextContext >= this.endContext) {
       const most = this.endContext - this.userContext - CONTEXT.firstFree;

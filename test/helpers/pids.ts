@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { setTimeout as delay } from "node:timers/promises";
 
 /** True while a process with this pid exists (signal 0 only checks). */
@@ -10,6 +10,23 @@ export function isAlive(pid: number): boolean {
     if ((e as NodeJS.ErrnoException).code === "ESRCH") return false;
     throw e;
   }
+}
+
+/** Processes whose parent is `ppid` (from /proc). */
+export function childrenOf(ppid: number): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === ppid) out.push(Number(name));
+    } catch {
+      /* gone meanwhile */
+    }
+  }
+  return out;
 }
 
 /** Pids in `pids` that still exist. */

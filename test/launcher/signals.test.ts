@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import test from "ava";
-import { alive, parseReady, READY, waitUntilGone, waitUntilRemoved } from "../helpers/pids.ts";
+import { alive, childrenOf, parseReady, READY, waitUntilGone, waitUntilRemoved } from "../helpers/pids.ts";
 import { fixture, launch, linesOf, run } from "../helpers/run.ts";
 
 // test/fixtures/stuck.ts: every rank prints `ready <rank> <pid> <job folder>` and waits forever.
@@ -38,4 +38,20 @@ test("--timeout ends a job that runs too long with status 124", async (t) => {
   const result = await run(["--timeout", "0.5", "-n", "2", STUCK]);
   t.is(result.code, 124);
   t.is(linesOf(result.stderr).at(-1), "workpool: job timed out after 0.5 s; stopping 2 ranks");
+});
+
+test("a job folder left by a launcher killed with its reaper is removed by the next launch", async (t) => {
+  const job = launch(["-n", "2", STUCK]);
+  const ready = parseReady(await job.lines(READY, 2));
+  const dir = ready[0]?.dir as string;
+  const reapers = childrenOf(job.pid).filter((pid) => !ready.some((r) => r.pid === pid));
+  t.is(reapers.length, 1, "the launcher has one child besides its ranks: the reaper");
+  for (const pid of reapers) process.kill(pid, "SIGKILL");
+  job.child.kill("SIGKILL");
+  await job.result;
+  t.deepEqual(await waitUntilGone(ready.map((r) => r.pid)), [], "ranks exit when their lifeline closes");
+  t.true(existsSync(dir), "nobody was left to remove the job folder");
+  const next = await run(["-n", "1", fixture("hello.ts")]);
+  t.is(next.code, 0, next.stderr);
+  t.false(existsSync(dir), "the next launch removed it: its owner is gone");
 });

@@ -8,10 +8,10 @@
  *
  * test/robustness/soak.test.ts runs a short one in the test suite.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { seededRandom } from "../../lib/pool/partner/random.ts";
 import { defaultPools } from "../../launcher/compare.ts";
-import { isAlive, until } from "../helpers/pids.ts";
+import { childrenOf, isAlive, until } from "../helpers/pids.ts";
 import { launch } from "../helpers/run.ts";
 
 export interface SoakJob {
@@ -65,23 +65,6 @@ export function soakJobs(count: number, seed: number, faultShare = 0.1): SoakJob
     jobs.push({ app: a.app, args: a.args, np, pool, killAfterMs: fault ? Math.floor(rnd() * 400) : undefined });
   }
   return jobs;
-}
-
-/** Processes whose parent is `ppid` (from /proc). */
-function childrenOf(ppid: number): number[] {
-  const out: number[] = [];
-  for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
-      // pid (comm) state ppid ...: comm may hold spaces, so read after its closing parenthesis.
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === ppid) out.push(Number(name));
-    } catch {
-      /* gone meanwhile */
-    }
-  }
-  return out;
 }
 
 /** A rank's rank number and job folder, from its environment; undefined if it is not (or no longer) a rank. */

@@ -1,0 +1,236 @@
+/**
+ * `npm run bench -- startup`: what starting a job costs. A JavaScript hello world (programs/hello.mjs: connect,
+ * print the rank, close) run by bare `node`, by `workpool launch -n 1` and by `-n 16`, the launcher and ranks
+ * running from dist/ (no TypeScript loader anywhere); every command is run `--repeat` times, the commands
+ * interleaved round by round so that other work on the machine falls on all of them alike, and the median
+ * counts. Targets (issue 16): `-n 1` at most 1.5x bare node, `-n 16` at most 3x.
+ *
+ * Where the time goes: node's own start, one process under tsx, the launcher's start from dist/ and from the
+ * sources, `-n 1` from the sources (how every job started before dist/ was used), and rank 0's own clock:
+ * loading (node, the preload, workpool and zeromq), the rendezvous round trip in `connect`, `close`, and what
+ * the launcher adds around the rank. Then the resident memory of an idle rank (programs/idle.mjs), with and
+ * without tsx.
+ *
+ * Options: `--repeat N` (default 7), `--np N` for the large job (default 16), `--sources` to time the large job
+ * from the sources too (slow: every rank compiles under tsx).
+ */
+import { availableParallelism } from "node:os";
+import { buildState } from "../bin/build-state.js";
+import { TS_LOADER } from "../launcher/loader.ts";
+import { BenchUsageError, fmt, formatTable, ROOT, scorecard, start, type Suite, WORKPOOL_BIN } from "./harness.ts";
+
+const HELLO = new URL("./programs/hello.mjs", import.meta.url).pathname;
+const IDLE = new URL("./programs/idle.mjs", import.meta.url).pathname;
+const TIMEOUT_MS = 120_000;
+/** Ranks of the memory measurement. */
+const IDLE_RANKS = 4;
+const TARGET_ONE = 1.5;
+const TARGET_MANY = 3;
+
+const OPTIONS = [
+  "--repeat N  runs of every command, interleaved; the median counts (default 7)",
+  "--np N      ranks of the large job (default 16)",
+  "--sources   also time the large job from the TypeScript sources (slow)",
+] as const;
+
+interface Options {
+  readonly repeat: number;
+  readonly np: number;
+  readonly sources: boolean;
+}
+
+function parseOptions(args: readonly string[]): Options {
+  let repeat = 7;
+  let np = 16;
+  let sources = false;
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = (args[i] as string).split(/=(.*)/s, 2) as [string, string | undefined];
+    if (flag === "--sources") {
+      if (inline !== undefined) throw new BenchUsageError(`startup: --sources takes no value; got ${inline}`);
+      sources = true;
+      continue;
+    }
+    if (flag !== "--repeat" && flag !== "--np") {
+      throw new BenchUsageError(
+        `startup: unknown option ${flag}; options: ${OPTIONS.map((o) => o.split(" ")[0]).join(", ")}`,
+      );
+    }
+    const value = inline ?? args[++i];
+    const n = Number(value);
+    const max = flag === "--repeat" ? 100 : 1024;
+    if (!Number.isInteger(n) || n < 1 || n > max) {
+      throw new BenchUsageError(`startup: ${flag} must be an integer in 1..${max}; got ${JSON.stringify(value)}`);
+    }
+    if (flag === "--repeat") repeat = n;
+    else np = n;
+  }
+  return { repeat, np, sources };
+}
+
+/** Rank 0's clock (programs/hello.mjs): ms since its process started. */
+interface Phases {
+  readonly imported: number;
+  readonly connected: number;
+  readonly closed: number;
+  readonly exit: number;
+}
+
+interface Command {
+  readonly label: string;
+  readonly args: readonly string[];
+  /** Where bin/workpool.js runs the launcher from. */
+  readonly from?: "dist" | "source";
+}
+
+interface Timing {
+  readonly wallMs: number[];
+  readonly phases: Phases[];
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length >> 1;
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+
+/** Our environment less any job variable, with WORKPOOL_FROM set as the command asks. */
+function environment(from: Command["from"]): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("WORKPOOL_")) env[k] = v;
+  if (from) env.WORKPOOL_FROM = from;
+  return env;
+}
+
+async function runOnce(c: Command): Promise<{ wallMs: number; out: string }> {
+  const t0 = performance.now();
+  const out = await start(c.label, process.execPath, c.args, { timeoutMs: TIMEOUT_MS, env: environment(c.from) })
+    .exited;
+  return { wallMs: performance.now() - t0, out };
+}
+
+function jsonLine<T>(out: string): T | undefined {
+  const line = out.split("\n").find((l) => l.startsWith("{"));
+  return line === undefined ? undefined : (JSON.parse(line) as T);
+}
+
+/** Runs every command `repeat` times, round by round. */
+async function timeAll(commands: readonly Command[], repeat: number): Promise<Map<Command, Timing>> {
+  const timings = new Map<Command, Timing>(commands.map((c) => [c, { wallMs: [], phases: [] }]));
+  for (let round = 0; round < repeat; round++) {
+    for (const c of commands) {
+      const { wallMs, out } = await runOnce(c);
+      const t = timings.get(c) as Timing;
+      t.wallMs.push(wallMs);
+      const phases = jsonLine<Phases>(out);
+      if (phases) t.phases.push(phases);
+    }
+  }
+  return timings;
+}
+
+/** dist/ must hold the current sources: rebuilt here when it does not. */
+async function ensureBuild(): Promise<void> {
+  const state = buildState(ROOT);
+  if (state === "fresh") return;
+  process.stdout.write(`# dist/ is ${state}: building it (tsc -p tsconfig.build.json)\n`);
+  const tsc = new URL("../node_modules/typescript/bin/tsc", import.meta.url).pathname;
+  try {
+    await start("tsc", process.execPath, [tsc, "-p", "tsconfig.build.json"], { timeoutMs: 300_000 }).exited;
+  } catch (e) {
+    // tsc writes dist/ even with type errors: the figures stand if it did.
+    process.stdout.write(`# the build reported errors: ${(e as Error).message.split("\n")[0]}\n`);
+  }
+  if (buildState(ROOT) !== "fresh") throw new Error("dist/ could not be built; see npm run build");
+}
+
+export const suite: Suite = {
+  name: "startup",
+  description: "start-up of a JavaScript hello world: bare node vs launch -n 1 and -n 16, and memory per idle rank",
+  options: OPTIONS,
+  check: (args) => void parseOptions(args),
+  async run(args) {
+    const o = parseOptions(args);
+    await ensureBuild();
+    const score = scorecard();
+    const launch = (np: number, from: "dist" | "source", app = HELLO): Command => ({
+      label: `workpool launch -n ${np} (${from === "dist" ? "dist" : "sources"})`,
+      args: [WORKPOOL_BIN, "launch", "-n", String(np), "--quiet", "--no-prefix", app],
+      from,
+    });
+    const node: Command = { label: "node -e '' (node itself)", args: ["-e", ""] };
+    const bare: Command = { label: "node hello.mjs (bare node)", args: [HELLO] };
+    const tsx: Command = { label: "node --import tsx/esm hello.mjs", args: ["--import", TS_LOADER, HELLO] };
+    const helpDist: Command = { label: "workpool --help (dist)", args: [WORKPOOL_BIN, "--help"], from: "dist" };
+    const helpSource: Command = { label: "workpool --help (sources)", args: [WORKPOOL_BIN, "--help"], from: "source" };
+    const one = launch(1, "dist");
+    const many = launch(o.np, "dist");
+    const oneSource = launch(1, "source");
+    const manySource = launch(o.np, "source");
+    const commands = [node, bare, tsx, helpDist, helpSource, one, many, oneSource, ...(o.sources ? [manySource] : [])];
+    process.stdout.write(
+      `${availableParallelism()} cores; ${o.repeat} runs of each command, interleaved; medians (min in brackets)\n\n`,
+    );
+    const timings = await timeAll(commands, o.repeat);
+    const wall = (c: Command) => median((timings.get(c) as Timing).wallMs);
+    const base = wall(bare);
+    const rows: string[][] = [["command", "wall s", "x bare node", "target", "verdict"]];
+    for (const c of commands) {
+      const t = timings.get(c) as Timing;
+      const target = c === one ? TARGET_ONE : c === many ? TARGET_MANY : undefined;
+      const ratio = wall(c) / base;
+      rows.push([
+        c.label,
+        `${fmt(wall(c) / 1000)} [${fmt(Math.min(...t.wallMs) / 1000)}]`,
+        fmt(ratio),
+        target === undefined ? "" : `<= ${target}x`,
+        target === undefined ? "" : score.verdict(ratio <= target),
+      ]);
+    }
+    process.stdout.write(`${formatTable(rows)}\n`);
+    // No launcher can start N ranks faster than N bare node starts (no library at all) on these cores.
+    const cores = availableParallelism();
+    const floor = (o.np * wall(node)) / Math.min(cores, o.np);
+    process.stdout.write(
+      `floor for -n ${o.np}: ${o.np} starts of node itself on ${cores} cores take at least ${fmt(floor / 1000)} s ` +
+        `= ${fmt(floor / base)}x bare node\n\n`,
+    );
+
+    // Rank 0's own clock, and what the launcher adds around it (the job's wall time less the rank's life).
+    const phaseRows: string[][] = [["rank 0, ms", "loaded", "connect", "close", "exit", "launcher adds"]];
+    for (const c of [bare, one, many, oneSource, ...(o.sources ? [manySource] : [])]) {
+      const t = timings.get(c) as Timing;
+      if (t.phases.length === 0) continue;
+      const m = (f: (p: Phases) => number) => median(t.phases.map(f));
+      phaseRows.push([
+        c.label,
+        fmt(m((p) => p.imported)),
+        fmt(m((p) => p.connected - p.imported)),
+        fmt(m((p) => p.closed - p.connected)),
+        fmt(m((p) => p.exit - p.closed)),
+        c === bare ? "" : fmt(wall(c) - m((p) => p.exit)),
+      ]);
+    }
+    process.stdout.write(`${formatTable(phaseRows)}\n`);
+    process.stdout.write(
+      `loaded: from the rank's start to the app's first line (node, the preload, workpool, zeromq); connect: ` +
+        `the rendezvous round trip.\nnode itself ${fmt(wall(node))} ms; tsx adds ${fmt(wall(tsx) - base)} ms ` +
+        `to a process; the launcher's own start: ${fmt(wall(helpDist))} ms from dist/, ` +
+        `${fmt(wall(helpSource))} ms from the sources.\n\n`,
+    );
+
+    // Memory of idle ranks: each reports its RSS plus that of any process it started (Linux).
+    const memory: string[][] = [["idle rank", "RSS per rank MB (median)"]];
+    const idle: [string, Command][] = [
+      ["node idle.mjs (no launcher)", { label: "node idle.mjs", args: [IDLE] }],
+      [`launch -n ${IDLE_RANKS}, dist (no tsx)`, launch(IDLE_RANKS, "dist", IDLE)],
+      [`launch -n ${IDLE_RANKS}, sources (tsx)`, launch(IDLE_RANKS, "source", IDLE)],
+    ];
+    for (const [label, c] of idle) {
+      const { out } = await runOnce(c);
+      const rss = jsonLine<{ rss: number[] }>(out)?.rss ?? [];
+      memory.push([label, fmt(median(rss) / 2 ** 20)]);
+    }
+    process.stdout.write(`${formatTable(memory)}\n`);
+    return score.report();
+  },
+};

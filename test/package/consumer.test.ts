@@ -1,0 +1,196 @@
+// The package as a user gets it: `npm pack` of a copy of this checkout (so its `prepare` builds dist/ there, not
+// under the other tests' feet), installed offline into a new app folder; then a strict NodeNext app
+// (test/fixtures/consumer/app.ts) type-checks against the packed declarations with and without skipLibCheck, a
+// JavaScript app runs through `npx workpool launch` with tsx removed from the install (dist/ needs no loader),
+// and the TypeScript app runs through `npx tsx` and `npx workpool launch`. A folder install (npm links it) runs
+// `npx workpool` too.
+//
+// Offline: the install uses npm's cache only. Where the cache lacks one of the packages the package needs (a
+// machine that never ran `npm ci`), the tests are skipped with the names in their titles; with CI=true that fails.
+import { spawn } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import test from "ava";
+import { fixture, linesOf, ROOT } from "../helpers/run.ts";
+
+interface Result {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Our environment less job variables and npm's run-script variables (they would steer the npm run here). */
+function environment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith("WORKPOOL_") || (k.startsWith("npm_") && k !== "npm_config_cache")) continue;
+    env[k] = v;
+  }
+  return env;
+}
+
+function exec(command: string, args: readonly string[], cwd: string): Promise<Result> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, env: environment(), stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (s: string) => (stdout += s));
+    child.stderr.setEncoding("utf8").on("data", (s: string) => (stderr += s));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const show = (r: Result) => `exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
+const TSC = join(ROOT, "node_modules", "typescript", "bin", "tsc");
+
+interface LockEntry {
+  readonly version?: string;
+  readonly dev?: boolean;
+  readonly link?: boolean;
+  readonly os?: readonly string[];
+  readonly cpu?: readonly string[];
+}
+
+/** The package's run-time dependencies on this platform, name to version, as package-lock.json pins them. */
+function runtimePackages(): Map<string, string> {
+  const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
+    packages: Record<string, LockEntry>;
+  };
+  const found = new Map<string, string>();
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    if (path === "" || entry.dev || entry.link || entry.version === undefined) continue;
+    if (entry.os && !entry.os.includes(process.platform)) continue;
+    if (entry.cpu && !entry.cpu.includes(process.arch)) continue;
+    found.set(path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length), entry.version);
+  }
+  return found;
+}
+
+/** The run-time packages whose metadata or tarball npm's cache lacks. */
+async function missingFromCache(packages: Map<string, string>): Promise<string[]> {
+  const listed = await exec("npm", ["cache", "ls"], ROOT);
+  const keys = linesOf(listed.stdout);
+  return [...packages]
+    .filter(([name, version]) => {
+      const tarball = `/${name}/-/${name.slice(name.indexOf("/") + 1)}-${version}.tgz`;
+      const metadata = `/${name.replace("/", "%2f")}`;
+      return !keys.some((k) => k.endsWith(tarball)) || !keys.some((k) => k.endsWith(metadata));
+    })
+    .map(([name, version]) => `${name}@${version}`);
+}
+
+const packages = runtimePackages();
+const missing = await missingFromCache(packages);
+const required = process.env.CI === "true";
+const reason = `npm's cache lacks ${missing.join(", ")} (run npm ci once with the network)`;
+const serial = missing.length === 0 ? test.serial : required ? test.serial : test.serial.skip;
+if (missing.length > 0 && required) {
+  test.serial("CI has npm's cache the package test needs", (t) => {
+    t.fail(reason);
+  });
+}
+const suffix = missing.length > 0 && !required ? ` (skipped: ${reason})` : "";
+
+const work = mkdtempSync(join(tmpdir(), "wp-package-"));
+test.after.always(() => rmSync(work, { recursive: true, force: true }));
+const copy = join(work, "workpool");
+const app = join(work, "app");
+const linked = join(work, "linked");
+let tarball: string | undefined;
+
+serial(`npm pack builds dist/ and packs it${suffix}`, async (t) => {
+  t.timeout(300_000);
+  mkdirSync(copy);
+  for (const name of ["package.json", "tsconfig.json", "tsconfig.build.json", "README.md"]) {
+    cpSync(join(ROOT, name), join(copy, name));
+  }
+  for (const name of ["bin", "lib", "launcher", "apps"])
+    cpSync(join(ROOT, name), join(copy, name), { recursive: true });
+  symlinkSync(join(ROOT, "node_modules"), join(copy, "node_modules"));
+  const packed = await exec("npm", ["pack", "--json", "--pack-destination", work], copy);
+  t.is(packed.code, 0, show(packed));
+  const [info] = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("["))) as {
+    filename: string;
+    files: { path: string }[];
+  }[];
+  tarball = join(work, info?.filename ?? "");
+  const files = info?.files.map((f) => f.path) ?? [];
+  t.true(files.includes("dist/lib/index.d.ts") && files.includes("dist/launcher/cli.js"), files.join(" "));
+  t.false(
+    files.some((f) => f.startsWith("lib/") || f.startsWith("launcher/")),
+    "the sources stay out of the package",
+  );
+});
+
+serial(`the tarball installs offline into an app${suffix}`, async (t) => {
+  t.timeout(300_000);
+  t.truthy(tarball, "packed");
+  mkdirSync(app);
+  // The versions package-lock.json pins, so that the install finds every package in npm's cache.
+  const overrides = Object.fromEntries(packages);
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module", overrides }));
+  const installed = await exec("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball as string], app);
+  t.is(installed.code, 0, show(installed));
+  // @types/node as a user's devDependency; the repository's own copy (npm's cache holds its tarball, not always
+  // the metadata a fresh install asks for).
+  mkdirSync(join(app, "node_modules", "@types"), { recursive: true });
+  symlinkSync(join(ROOT, "node_modules", "@types", "node"), join(app, "node_modules", "@types", "node"));
+  for (const name of ["app.ts", "hello.mjs", "tsconfig.json", "tsconfig.skiplibcheck.json"]) {
+    cpSync(fixture(join("consumer", name)), join(app, name));
+  }
+});
+
+serial(`the packed World shows no internals${suffix}`, (t) => {
+  const world = readFileSync(join(app, "node_modules", "workpool", "dist", "lib", "comm", "world.d.ts"), "utf8");
+  const cls = world.slice(world.indexOf("export declare class World"));
+  for (const name of ["sendIn", "post", "postEncoded", "listen", "encode", "allocateContext", "fail", "onFailure"]) {
+    t.false(new RegExp(`\\b${name}\\(`).test(cls), `World declares ${name}`);
+  }
+  t.false(world.includes("postEncoded"));
+});
+
+for (const config of ["tsconfig.json", "tsconfig.skiplibcheck.json"]) {
+  serial(`a strict NodeNext app type-checks against the package (${config})${suffix}`, async (t) => {
+    const checked = await exec(process.execPath, [TSC, "-p", config], app);
+    t.is(checked.code, 0, show(checked));
+    t.is(checked.stdout, "");
+  });
+}
+
+serial(`a JavaScript app runs from dist/ with no tsx installed${suffix}`, async (t) => {
+  const tsx = join(app, "node_modules", "tsx");
+  renameSync(tsx, `${tsx}.away`);
+  try {
+    const ran = await exec("npx", ["--offline", "workpool", "launch", "-n", "2", "--no-prefix", "hello.mjs"], app);
+    t.is(ran.code, 0, show(ran));
+    t.deepEqual(linesOf(ran.stdout).sort(), ["rank 0 of 2", "rank 1 of 2"]);
+    const alone = await exec(process.execPath, ["hello.mjs"], app);
+    t.deepEqual(linesOf(alone.stdout), ["rank 0 of 1"], show(alone));
+  } finally {
+    renameSync(`${tsx}.away`, tsx);
+  }
+});
+
+serial(`a TypeScript app runs with npx tsx and npx workpool launch${suffix}`, async (t) => {
+  const alone = await exec("npx", ["--offline", "tsx", "app.ts"], app);
+  t.is(alone.code, 0, show(alone));
+  t.deepEqual(linesOf(alone.stdout), ["total 0", "deepest 4 stopped false"]);
+  const ran = await exec("npx", ["--offline", "workpool", "launch", "-n", "3", "--no-prefix", "app.ts"], app);
+  t.is(ran.code, 0, show(ran));
+  const lines = linesOf(ran.stdout);
+  t.is(lines.filter((l) => l === "total 3").length, 3, show(ran));
+  t.is(lines.filter((l) => l === "deepest 4 stopped false").length, 3, show(ran));
+});
+
+serial(`a folder install (a link) runs npx workpool${suffix}`, async (t) => {
+  mkdirSync(linked);
+  writeFileSync(join(linked, "package.json"), JSON.stringify({ name: "linked", private: true, type: "module" }));
+  const installed = await exec("npm", ["install", "--offline", "--no-audit", "--no-fund", copy], linked);
+  t.is(installed.code, 0, show(installed));
+  cpSync(fixture(join("consumer", "hello.mjs")), join(linked, "hello.mjs"));
+  const ran = await exec("npx", ["--offline", "workpool", "launch", "-n", "2", "--no-prefix", "hello.mjs"], linked);
+  t.is(ran.code, 0, show(ran));
+  t.deepEqual(linesOf(ran.stdout).sort(), ["rank 0 of 2", "rank 1 of 2"]);
+});
