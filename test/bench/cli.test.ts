@@ -8,7 +8,7 @@ import { ROOT, startNode } from "../helpers/run.ts";
 const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "bench", "index.ts"), ...args]).result;
 
 const refusals: [args: string[], message: RegExp][] = [
-  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees$/],
+  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup$/],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
   [["apps", "--graph", "no/such/file.gr"], /^bench: apps: --graph no\/such\/file\.gr: no such file$/],
@@ -42,6 +42,7 @@ test("bench --help lists every suite and the apps and trees suites' options", as
     /^ {2}pool /m,
     /^ {2}apps /m,
     /^ {2}trees /m,
+    /^ {2}startup /m,
     /--graph FILE\.gr/,
     /--rounds N/,
     /--quick/,
