@@ -46,12 +46,7 @@ export class OptionReader {
 
   /** A positive number. */
   positive(flag: string): number {
-    const raw = this.value(flag);
-    const n = Number(raw);
-    if (raw.trim() === "" || !Number.isFinite(n) || n <= 0) {
-      throw new UsageError(`option ${flag} must be a positive number; got ${JSON.stringify(raw)}`);
-    }
-    return n;
+    return positiveOf(flag, this.value(flag));
   }
 
   /**
@@ -59,13 +54,13 @@ export class OptionReader {
    * longer one would fire at once, with only a warning).
    */
   seconds(flag: string): number {
-    const n = this.positive(flag);
-    if (n * 1000 > MAX_TIMER_MS) {
-      throw new UsageError(
-        `option ${flag} must be at most ${Math.floor(MAX_TIMER_MS / 1000)} seconds (about 24.8 days); got ${n}`,
-      );
-    }
-    return n;
+    return secondsOf(flag, this.value(flag));
+  }
+
+  /** A duration as `seconds`, or 0 for none. */
+  secondsOrNone(flag: string): number {
+    const raw = this.value(flag);
+    return raw.trim() === "0" ? 0 : secondsOf(flag, raw);
   }
 
   /** The app argument (required) and everything after it, unchanged. */
@@ -79,4 +74,22 @@ export class OptionReader {
     const arg = this.inline !== undefined ? `${flag}=${this.inline}` : flag;
     throw new UsageError(`unknown option ${JSON.stringify(arg)} (see workpool ${command} --help)`);
   }
+}
+
+function positiveOf(flag: string, raw: string): number {
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(n) || n <= 0) {
+    throw new UsageError(`option ${flag} must be a positive number; got ${JSON.stringify(raw)}`);
+  }
+  return n;
+}
+
+function secondsOf(flag: string, raw: string): number {
+  const n = positiveOf(flag, raw);
+  if (n * 1000 > MAX_TIMER_MS) {
+    throw new UsageError(
+      `option ${flag} must be at most ${Math.floor(MAX_TIMER_MS / 1000)} seconds (about 24.8 days); got ${n}`,
+    );
+  }
+  return n;
 }

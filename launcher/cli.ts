@@ -53,6 +53,8 @@ Options:
       --pool SPEC       default pool of every rank, e.g. centralized or
                         distributed,initiation=sender,partner=ring,termination=tree
       --timeout SECONDS end the job, with a non-zero status, after this long
+      --heartbeat SECONDS  end the job, naming the rank, when a rank sends no heartbeat for this long
+                        (stopped, or blocked in one synchronous stretch); 0: none (default 30)
       --transport KIND  ipc (default, one machine) or tcp
       --node-arg ARG    pass ARG to node for every rank, before the app (repeatable), e.g.
                         --node-arg=--cpu-prof or --node-arg=--max-old-space-size=16384
@@ -115,6 +117,7 @@ async function launch(argv: string[]): Promise<number> {
   let np = 1;
   let prefix = true;
   let timeoutSeconds: number | undefined;
+  let heartbeatSeconds: number | undefined;
   let pool: string | undefined;
   let transport: "ipc" | "tcp" = "ipc";
   let stats = false;
@@ -151,6 +154,9 @@ async function launch(argv: string[]): Promise<number> {
       case "--timeout":
         timeoutSeconds = opts.seconds(flag);
         break;
+      case "--heartbeat":
+        heartbeatSeconds = opts.secondsOrNone(flag);
+        break;
       case "--pool":
         pool = opts.value(flag);
         break;
@@ -183,6 +189,7 @@ async function launch(argv: string[]): Promise<number> {
     args,
     prefix,
     timeoutSeconds,
+    heartbeatSeconds,
     pool,
     transport,
     stats,

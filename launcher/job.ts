@@ -19,6 +19,11 @@ export interface JobOptions {
   readonly args: readonly string[];
   readonly prefix: boolean;
   readonly timeoutSeconds: number | undefined;
+  /**
+   * A rank that sends no heartbeat for this long (stopped, or blocked in one synchronous stretch) brings the
+   * job down, named; 0: no heartbeats. @default DEFAULT_HEARTBEAT_SECONDS
+   */
+  readonly heartbeatSeconds?: number;
   readonly pool: string | undefined;
   readonly transport: TransportKind;
   /** Print the gathered per-rank pool statistics as a table after the run. */
@@ -41,6 +46,13 @@ export interface JobOptions {
 /** Ranks are child processes of the launcher, on this host. */
 export const DEFAULT_BACKEND: RankLauncherFactory = (jobDir) => new LocalLauncher(jobDir);
 
+/** How long a rank may go without a heartbeat before the job is brought down (`--heartbeat`). */
+export const DEFAULT_HEARTBEAT_SECONDS = 30;
+/** Before its first report, a rank gets at least this long (a loaded machine may take seconds to start it). */
+const HEARTBEAT_START_MS = 30_000;
+/** Heartbeats per heartbeat timeout: a rank beats this many times as often as it must. */
+const BEATS_PER_TIMEOUT = 6;
+
 /** How long ranks get between SIGTERM and SIGKILL when the job is brought down. */
 const GRACE_MS = 2000;
 
@@ -50,6 +62,10 @@ interface Rank {
   exited: boolean;
   lastError: string | undefined;
   lastStderr: string | undefined;
+  /** When the launcher last heard from the rank over its control channel (or started it), epoch ms. */
+  lastHeard: number;
+  /** Whether it has heard from the rank at all: until then, start-up gets HEARTBEAT_START_MS at least. */
+  heard: boolean;
 }
 
 interface Failure {
@@ -99,6 +115,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
   const onRecord = (rank: number, msg: ControlRecord) => {
     const r = ranks[rank];
     if (!r) return;
+    r.lastHeard = Date.now();
+    r.heard = true;
     if (msg.t === "error" && typeof msg.message === "string") r.lastError = msg.message;
     else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
     else if (msg.t === "progress") {
@@ -122,6 +140,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
   };
   if (opts.pool !== undefined) jobEnv[ENV.pool] = opts.pool;
   if (traceDir) jobEnv[ENV.traceDir] = traceDir;
+  const heartbeatMs = (opts.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000;
+  if (heartbeatMs > 0) jobEnv[ENV.heartbeatMs] = String(Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT)));
   const argv = [...(opts.nodeArgs ?? []), ...rankNodeOptions(opts.app), opts.app, ...opts.args];
 
   const onSignal = (signal: NodeJS.Signals) => {
@@ -147,10 +167,41 @@ export async function runJob(opts: JobOptions): Promise<number> {
     }, opts.timeoutSeconds * 1000);
   }
 
+  // A rank is heard from by its reports and heartbeats; one silent for heartbeatMs is stopped or hung.
+  const heartbeat =
+    heartbeatMs > 0
+      ? setInterval(
+          () => {
+            if (stopReason !== undefined || failure) return;
+            const now = Date.now();
+            const silent = ranks.find(
+              (r) =>
+                !r.exited && now - r.lastHeard > (r.heard ? heartbeatMs : Math.max(heartbeatMs, HEARTBEAT_START_MS)),
+            );
+            if (!silent) return;
+            const s = heartbeatMs / 1000;
+            stopReason =
+              `workpool: rank ${silent.rank} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
+              `stretch that long; --heartbeat SECONDS to change, 0 for none); stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
+            exitStatus = 1;
+            stopAll();
+          },
+          Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT)),
+        )
+      : undefined;
+
   const finished: Promise<void>[] = [];
   for (let i = 0; i < opts.np; i++) {
     const proc = backend.start(i, { ...jobEnv, [ENV.rank]: String(i) }, argv);
-    const r: Rank = { rank: i, process: proc, exited: false, lastError: undefined, lastStderr: undefined };
+    const r: Rank = {
+      rank: i,
+      process: proc,
+      exited: false,
+      lastError: undefined,
+      lastStderr: undefined,
+      lastHeard: Date.now(),
+      heard: false,
+    };
     ranks.push(r);
     const prefix = opts.prefix ? `[${i}] ` : "";
     const streams = [
@@ -178,6 +229,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
   await Promise.all(finished);
   await control.close();
   clearTimeout(timeout);
+  clearInterval(heartbeat);
   clearTimeout(killTimer);
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);

@@ -28,6 +28,8 @@ export const ENV = {
   connectTimeoutMs: "WORKPOOL_CONNECT_TIMEOUT_MS",
   /** How often a rank checks whether its app ended without close() (lib/comm/router.ts), in ms; default 1000. */
   idleCheckMs: "WORKPOOL_IDLE_CHECK_MS",
+  /** How often a rank sends the launcher a heartbeat over its control channel, in ms; 0 or unset: never. */
+  heartbeatMs: "WORKPOOL_HEARTBEAT_MS",
 
   // The control channel to the launcher (lib/runtime/control.ts). Set by the launcher for every rank.
   /** Where the launcher's control server listens: `ipc://PATH` (a Unix socket) or `tcp://HOST:PORT`. */

@@ -6,7 +6,9 @@
  *
  * Rank to launcher: first `{"t":"hello","rank":R,"token":T}` with T from WORKPOOL_TOKEN (the launcher drops a
  * connection whose token is not the job's, so another process cannot speak for a rank), then reports:
- * `{"t":"error","message"}` (an uncaught error, the rank's last words), `{"t":"stats",...}`, `{"t":"progress",...}`.
+ * `{"t":"error","message"}` (an uncaught error, the rank's last words), `{"t":"stats",...}`, `{"t":"progress",...}`,
+ * and `{"t":"beat"}` every WORKPOOL_HEARTBEAT_MS ms (from an unref'd timer on the rank's main thread: a rank
+ * that is stopped, or blocked in one synchronous stretch, misses its beats, and the launcher names it).
  * Launcher to rank: nothing, except `{"t":"refused","reason"}` before it closes a connection it does not accept.
  *
  * The connection is also the rank's lifeline: once it is up, its end means the launcher is gone (it exited or
@@ -72,6 +74,7 @@ export class ControlChannel {
     private readonly address: string,
     private readonly rank: number,
     token: string,
+    heartbeatMs = 0,
   ) {
     const target = parseControlAddress(address);
     this.pending = [line({ t: "hello", rank, token })];
@@ -110,6 +113,10 @@ export class ControlChannel {
     this.socket.on("end", gone);
     this.socket.on("close", gone);
     this.socket.on("error", (e) => (this.connected ? gone() : this.fail(e.message)));
+    if (heartbeatMs > 0) {
+      const beat = setInterval(() => this.send({ t: "beat" }), heartbeatMs);
+      beat.unref();
+    }
     // Lines not yet handed to the socket go out before the process ends (it may end before connecting).
     process.on("exit", () => this.flushSync());
   }
@@ -178,7 +185,8 @@ export function openControlChannel(env: NodeJS.ProcessEnv = process.env): Contro
       `environment variable ${ENV.rank} must be a rank number when ${ENV.control} is set; got ${JSON.stringify(env[ENV.rank])}`,
     );
   }
+  const heartbeatMs = Number(env[ENV.heartbeatMs] ?? 0);
   delete env[ENV.control];
   delete env[ENV.token];
-  return new ControlChannel(address, rank, token);
+  return new ControlChannel(address, rank, token, Number.isFinite(heartbeatMs) ? heartbeatMs : 0);
 }

@@ -55,3 +55,24 @@ test("a job folder left by a launcher killed with its reaper is removed by the n
   t.is(next.code, 0, next.stderr);
   t.false(existsSync(dir), "the next launch removed it: its owner is gone");
 });
+
+test("a stopped (hung) rank misses its heartbeats: the job ends naming it, and no rank is left", async (t) => {
+  const job = launch(["-n", "3", "--heartbeat", "2", STUCK]);
+  const ready = parseReady(await job.lines(READY, 3));
+  const t0 = Date.now();
+  process.kill(ready[1]?.pid as number, "SIGSTOP");
+  const result = await job.result;
+  t.is(result.code, 1, result.stderr);
+  t.is(
+    linesOf(result.stderr).at(-1),
+    "workpool: rank 1 sent no heartbeat for 2 s (stopped, or blocked in one synchronous stretch that long; " +
+      "--heartbeat SECONDS to change, 0 for none); stopping 3 ranks",
+  );
+  t.true(Date.now() - t0 < 20_000, `${Date.now() - t0} ms`);
+  t.deepEqual(await waitUntilGone(ready.map((r) => r.pid)), [], "the stopped rank too is gone (SIGKILL)");
+});
+
+test("--heartbeat 0: no heartbeats, a job runs as before", async (t) => {
+  const r = await run(["-n", "2", "--heartbeat", "0", fixture("hello.ts")]);
+  t.is(r.code, 0, r.stderr);
+});
