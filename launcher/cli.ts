@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import { totalmem } from "node:os";
 import {
   DISTRIBUTED_COMBINATIONS,
   INITIATION_STRATEGIES,
@@ -13,6 +14,11 @@ import { runJob } from "./job.ts";
 import { UsageError } from "./usage-error.ts";
 
 const MAX_RANKS = 1024;
+/**
+ * Memory a rank takes at least, idle (RSS, MB): 56 MB measured by `npm run bench -- startup` (bare node: 54).
+ * A job whose ranks cannot fit in this machine's memory is refused before it starts (`--force` to try anyway).
+ */
+const RANK_MB = 56;
 
 const MAIN_HELP = `Usage: workpool <command> [options]
 
@@ -53,6 +59,7 @@ Options:
       --pool SPEC       default pool of every rank, e.g. centralized or
                         distributed,initiation=sender,partner=ring,termination=tree
       --timeout SECONDS end the job, with a non-zero status, after this long
+      --force           start the ranks even if they seem not to fit in this machine's memory
       --heartbeat SECONDS  end the job, naming the rank, when a rank sends no heartbeat for this long
                         (stopped, or blocked in one synchronous stretch); 0: none (default 30)
       --transport KIND  ipc (default, one machine) or tcp
@@ -104,6 +111,18 @@ function version(): string {
   return pkg.version;
 }
 
+/** Refuses a job whose ranks need more memory than this machine has, idle (see RANK_MB), unless forced. */
+export function checkMemory(np: number, force: boolean, totalBytes = totalmem()): void {
+  const needMb = np * RANK_MB;
+  const haveMb = Math.floor(totalBytes / 2 ** 20);
+  if (force || needMb <= haveMb * 0.9) return;
+  const gb = (mb: number) => (mb / 1024).toFixed(1);
+  throw new UsageError(
+    `-n ${np} needs about ${gb(needMb)} GiB (${np} ranks x ~${RANK_MB} MB each, idle) but this machine has ` +
+      `${gb(haveMb)} GiB; use fewer ranks, or --force to start them anyway`,
+  );
+}
+
 /** Validates a `--pool SPEC` completely (keys and values) for a job of `np` ranks. */
 export function checkPoolSpec(spec: string, np: number): void {
   try {
@@ -118,6 +137,7 @@ async function launch(argv: string[]): Promise<number> {
   let prefix = true;
   let timeoutSeconds: number | undefined;
   let heartbeatSeconds: number | undefined;
+  let force = false;
   let pool: string | undefined;
   let transport: "ipc" | "tcp" = "ipc";
   let stats = false;
@@ -154,6 +174,9 @@ async function launch(argv: string[]): Promise<number> {
       case "--timeout":
         timeoutSeconds = opts.seconds(flag);
         break;
+      case "--force":
+        force = true;
+        break;
       case "--heartbeat":
         heartbeatSeconds = opts.secondsOrNone(flag);
         break;
@@ -182,6 +205,7 @@ async function launch(argv: string[]): Promise<number> {
     }
   }
   if (pool !== undefined) checkPoolSpec(pool, np);
+  checkMemory(np, force);
   const { app, args } = opts.app("launch");
   return runJob({
     np,

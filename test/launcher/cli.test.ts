@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import test from "ava";
+import { checkMemory } from "../../launcher/cli.ts";
 import { linesOf, ROOT, startWorkpool } from "../helpers/run.ts";
 
 const HELLO = "test/fixtures/hello.ts";
@@ -111,4 +112,14 @@ test("a --node-arg node refuses fails the job with node's own words and its stat
   const r = await startWorkpool(["launch", "-n", "2", "--node-arg=--no-such-node-flag", HELLO]).result;
   t.is(r.code, 9);
   t.regex(r.stderr, /workpool: rank \d failed \(exit code 9\): \S*node: bad option: --no-such-node-flag/);
+});
+
+test("a job whose ranks cannot fit in memory is refused with the estimate, unless forced", (t) => {
+  const gib24 = 24 * 2 ** 30;
+  t.throws(() => checkMemory(1024, false, gib24), {
+    message:
+      /^-n 1024 needs about 56\.0 GiB \(1024 ranks x ~56 MB each, idle\) but this machine has 24\.0 GiB; use fewer ranks, or --force/,
+  });
+  t.notThrows(() => checkMemory(1024, true, gib24));
+  t.notThrows(() => checkMemory(64, false, gib24));
 });
