@@ -112,12 +112,22 @@ export async function runJob(opts: JobOptions): Promise<number> {
     }, GRACE_MS);
   };
 
+  const printedStacks = new Set<string>();
   const onRecord = (rank: number, msg: ControlRecord) => {
     const r = ranks[rank];
     if (!r) return;
     r.lastHeard = Date.now();
     r.heard = true;
-    if (msg.t === "error" && typeof msg.message === "string") r.lastError = msg.message;
+    if (msg.t === "error" && typeof msg.message === "string") {
+      r.lastError = msg.message;
+      // A rank's uncaught error comes here instead of its stderr (lib/runtime/preload.ts): each different
+      // stack is printed once, so N ranks failing the same way do not print it N times.
+      if (typeof msg.stack === "string" && !printedStacks.has(msg.stack)) {
+        printedStacks.add(msg.stack);
+        const prefix = opts.prefix ? `[${rank}] ` : "";
+        stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
+      }
+    }
     else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
     else if (msg.t === "progress") {
       progress?.update(rank, String(msg.pool), Number(msg.done ?? 0), Number(msg.queued ?? 0));

@@ -132,20 +132,21 @@ export class ControlChannel {
    * that is about to die. Reaches the launcher once `ready` has resolved; before that (a TCP connection not
    * yet made) the record goes the asynchronous way and may be lost with the process.
    */
-  sendSync(record: Readonly<Record<string, unknown>>): void {
+  sendSync(record: Readonly<Record<string, unknown>>): boolean {
     // Part of a line may already be out when the socket still holds data: end it (the launcher skips it).
-    this.flushSync(line(record), this.socket.writableLength > 0 ? "\n" : "");
+    return this.flushSync(line(record), this.socket.writableLength > 0 ? "\n" : "");
   }
 
-  private flushSync(text = "", separator = ""): void {
+  /** Writes what is pending, then `text`; true if it all reached the socket synchronously. */
+  private flushSync(text = "", separator = ""): boolean {
     let data = separator + text;
     if (this.pending) data = this.pending.join("") + text;
-    if (data === "") return;
+    if (data === "") return true;
     this.pending = undefined;
     const fd = (this.socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
     if (fd === undefined || fd < 0) {
       if (!this.socket.destroyed) this.socket.write(data);
-      return;
+      return false;
     }
     const bytes = Buffer.from(data);
     const deadline = Date.now() + SYNC_WRITE_MS;
@@ -154,9 +155,10 @@ export class ControlChannel {
         off += writeSync(fd, bytes, off);
       } catch (e) {
         // EAGAIN: the socket buffer is full, or a TCP connection is still being made; anything else: gone.
-        if ((e as NodeJS.ErrnoException).code !== "EAGAIN" || Date.now() > deadline) return;
+        if ((e as NodeJS.ErrnoException).code !== "EAGAIN" || Date.now() > deadline) return false;
       }
     }
+    return true;
   }
 
   private write(data: string): void {

@@ -6,7 +6,10 @@
  * - the lifeline: once the connection is up, its end (the launcher exited or was killed, even by SIGKILL)
  *   makes this rank exit at once, with status 129;
  * - the last word: an uncaught error is written to the channel synchronously before the process dies, so the
- *   launcher's summary can say which rank failed and why;
+ *   launcher's summary can say which rank failed and why; its stack goes to the launcher instead of this
+ *   rank's stderr, and the launcher prints each different stack once (ranks that all fail on the same bad
+ *   input, or at import, do not print the same stack N times). If the app handles uncaught errors itself,
+ *   only the last word is sent;
  * - the report channel: pools send their statistics and progress to the launcher over the same connection
  *   (see report.ts), one JSON object a line.
  * Without WORKPOOL_CONTROL (no launcher) it does nothing.
@@ -18,9 +21,20 @@ const channel = openControlChannel();
 
 if (channel) {
   (globalThis as Record<symbol, unknown>)[CONTROL_KEY] = channel;
-  process.on("uncaughtExceptionMonitor", (err) => {
+  const lastWords = (err: unknown, print: boolean) => {
     const message = err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`;
-    channel.sendSync({ t: "error", message });
+    const stack = err instanceof Error ? (err.stack ?? message) : `Uncaught ${String(err)}`;
+    return channel.sendSync(print ? { t: "error", message, stack } : { t: "error", message });
+  };
+  process.on("uncaughtException", (err) => {
+    // The app's own handler decides what happens: only the last word goes out.
+    if (process.listenerCount("uncaughtException") > 1) {
+      lastWords(err, false);
+      return;
+    }
+    // Node would print the stack and exit 1; the launcher prints it (once per different stack) instead.
+    if (!lastWords(err, true)) process.stderr.write(`${err instanceof Error ? (err.stack ?? err) : String(err)}\n`);
+    process.exit(1);
   });
   // The app starts once the last words have a way out: at once over a Unix socket (a local rank never waits
   // here), after one round trip over TCP.

@@ -62,7 +62,10 @@ for (const kind of ["ipc", "tcp"] as const) {
     t.is(result.code, 1, result.stderr);
     await control.close();
     ipc?.cleanup();
-    t.deepEqual(records, [[3, { t: "error", message: "Error: at once" }]]);
+    t.is(records.length, 1);
+    t.like(records[0], [3, { t: "error", message: "Error: at once" }]);
+    t.regex(String(records[0]?.[1]?.stack), /Error: at once\n\s+at \[eval\]:1:7/, "the stack goes too");
+    t.notRegex(result.stderr, /Error: at once/, "the launcher prints it, not the rank");
   });
 }
 

@@ -63,3 +63,16 @@ test("close() does not wait for the others: a rank failing inside `await using` 
   t.is(r.code, 1, r.stderr);
   t.regex(r.stderr, /workpool: rank 1 failed \(exit code 1\): Error: bad input on rank 1/);
 });
+
+test("ranks that all throw the same error at import print its stack once, then one summary line", async (t) => {
+  const r = await run(["-n", "4", "--timeout", "60", fixture("throw-at-import.ts")]);
+  t.is(r.code, 1, r.stderr);
+  const lines = linesOf(r.stderr);
+  t.is(lines.filter((l) => /^\[\d\] Error: bad config at import$/.test(l)).length, 1, r.stderr);
+  t.true(
+    lines.some((l) => /^\[\d\] +at .*throw-at-import\.ts:\d+:\d+/.test(l)),
+    "the stack names the file",
+  );
+  t.regex(lines.at(-1) ?? "", /^workpool: rank \d failed \(exit code 1\): Error: bad config at import$/);
+  t.true(lines.length < 12, `${lines.length} lines:\n${r.stderr}`);
+});
