@@ -127,8 +127,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
         const prefix = opts.prefix ? `[${rank}] ` : "";
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }
-    }
-    else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
+    } else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
     else if (msg.t === "progress") {
       progress?.update(rank, String(msg.pool), Number(msg.done ?? 0), Number(msg.queued ?? 0));
     }
