@@ -18,6 +18,7 @@ import type {
   Row,
   RunMetrics,
 } from "./compare-types.ts";
+import { metricCells, metricHeads } from "./compare-cells.ts";
 import { renderReport } from "./report-html.ts";
 import type { StatsRecord } from "./stats-table.ts";
 import { formatTable } from "./table.ts";
@@ -245,27 +246,10 @@ export function tableRows(
   return rows.map((r) => ({ ...r, fastest: agreement.kind !== "disagree" && best.get(r.np) === r.medianS }));
 }
 
-const percent = (x: number) => `${(x * 100).toFixed(1)}%`;
-
 export function formatCompare(rows: readonly Row[]): string {
   const speedups = rows.some((r) => r.speedup !== undefined);
-  const head = ["configuration", "ranks", "median s", "min s", "max s", "tasks", "moved", "pool msgs", "idle", "busy"];
-  head.push("term ms", ...(speedups ? ["speedup", "efficiency"] : []), "");
-  const body = rows.map((r) => [
-    r.spec,
-    String(r.np),
-    r.medianS.toFixed(3),
-    r.minS.toFixed(3),
-    r.maxS.toFixed(3),
-    r.tasks.toLocaleString("en-US"),
-    r.moved.toLocaleString("en-US"),
-    r.messages.toLocaleString("en-US"),
-    percent(r.idleFraction),
-    percent(r.busyFraction),
-    r.terminationMs.toFixed(2),
-    ...(speedups ? [r.speedup?.toFixed(2) ?? "", r.efficiency === undefined ? "" : percent(r.efficiency)] : []),
-    r.fastest ? "<- fastest" : "",
-  ]);
+  const head = ["configuration", ...metricHeads(speedups, "term ms"), ""];
+  const body = rows.map((r) => [r.spec, ...metricCells(r, speedups), r.fastest ? "<- fastest" : ""]);
   return formatTable([head, ...body]);
 }
 

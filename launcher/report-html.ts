@@ -1,4 +1,5 @@
 import type { Agreement, CompareOutcome, Row } from "./compare-types.ts";
+import { metricCells, metricHeads } from "./compare-cells.ts";
 import { barChart, efficiencyCharts, esc, timelines } from "./report-charts.ts";
 
 /**
@@ -10,7 +11,6 @@ import { barChart, efficiencyCharts, esc, timelines } from "./report-charts.ts";
  * and in every chart's tooltip.
  */
 
-const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 function agreementBanner(a: Agreement): string {
@@ -52,37 +52,12 @@ function resultsTable(rows: readonly Row[]): string {
     const config = first
       ? `<td class="config" rowspan="${span}" title="${esc(r.spec)}"><span class="label">${esc(r.label)}</span><br><code class="spec">${esc(r.spec).replace(/,/g, ",<wbr>")}</code></td>`
       : "";
-    const cells = [
-      String(r.np),
-      r.medianS.toFixed(3),
-      r.minS.toFixed(3),
-      r.maxS.toFixed(3),
-      r.tasks.toLocaleString("en-US"),
-      r.moved.toLocaleString("en-US"),
-      r.messages.toLocaleString("en-US"),
-      pct(r.idleFraction),
-      pct(r.busyFraction),
-      r.terminationMs.toFixed(2),
-      ...(speedups ? [r.speedup?.toFixed(2) ?? "", r.efficiency === undefined ? "" : pct(r.efficiency)] : []),
-    ];
+    const cells = metricCells(r, speedups);
     // The fastest at its rank count: a badge beside the rank count (the row is shaded too).
     if (r.fastest) cells[0] = `<span class="badge" title="fastest at ${plural(r.np, "rank")}">fastest</span> ${r.np}`;
     return `<tr class="${first ? "first" : ""}${r.fastest ? " fastest" : ""}" data-config="${esc(r.spec)}" data-ranks="${r.np}">${config}${cells.map((c) => `<td>${c}</td>`).join("")}</tr>`;
   });
-  const head = [
-    "configuration",
-    "ranks",
-    "median s",
-    "min s",
-    "max s",
-    "tasks",
-    "moved",
-    "pool msgs",
-    "idle",
-    "busy",
-    "termination ms",
-    ...(speedups ? ["speedup", "efficiency"] : []),
-  ];
+  const head = ["configuration", ...metricHeads(speedups, "termination ms")];
   return (
     `<table class="results"><thead><tr>${head.map((h) => `<th>${h}</th>`).join("")}</tr></thead>\n` +
     `<tbody>\n${body.join("\n")}\n</tbody></table>`

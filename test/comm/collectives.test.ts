@@ -12,20 +12,9 @@ import * as coll from "../../lib/comm/collectives.ts";
 import { Matcher } from "../../lib/comm/matcher.ts";
 import { SUB_CONTEXTS, WORLD_CONTEXTS } from "../../lib/comm/router.ts";
 import { planSplit } from "../../lib/comm/split.ts";
+import { seededRandom } from "../../lib/pool/partner/random.ts";
 
 const SIZES = [...Array.from({ length: 17 }, (_, i) => i + 1), 31, 32, 33, 63, 64, 65];
-
-/** A seeded generator (mulberry32), so a failing order can be replayed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 interface Net {
   readonly channels: coll.CollectiveChannel[];
@@ -40,7 +29,7 @@ interface Net {
  * so every rank runs as far as it can between deliveries.
  */
 function network(size: number, seed: number): Net {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const matchers = Array.from({ length: size }, () => new Matcher());
   const pairs = new Map<number, Buffer[]>();
   /** The pairs with messages queued, in no order. */
