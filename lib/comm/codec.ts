@@ -152,7 +152,7 @@ export function decodeFrame(
     if (kind === BYTES) data = copyOut(frame, body, next);
     // msgpackr reads the frame itself: a Buffer inside `data` then arrives as a Buffer, as it was sent.
     else if (kind === MSGPACK) data = packr.unpack(frame, { start: body, end: next });
-    else throw new Error(`corrupt frame: unknown body kind ${kind}`);
+    else throw new Error(`corrupt frame from rank ${source}: unknown body kind ${kind}`);
     at = next;
     each(source, context, tag, data);
   }

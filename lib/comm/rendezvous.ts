@@ -91,9 +91,20 @@ export async function serveRendezvous(size: number, bindAddress: string): Promis
     try {
       for await (const [identity, body] of router) {
         if (!identity || !body) continue;
-        const hello = unpack(body) as Hello;
-        const r = hello.rank;
-        if (hello.t !== "hello" || !Number.isInteger(r) || r < 0 || r >= size) {
+        // A hello that does not decode (not a rank of this job, or a damaged one) is answered and skipped: the
+        // service goes on for the real ranks instead of leaving them to wait out their timeout.
+        let hello: Hello;
+        try {
+          hello = unpack(body) as Hello;
+        } catch (e) {
+          await reply(identity, {
+            t: "error",
+            message: `rendezvous: a hello that does not decode: ${(e as Error).message}`,
+          });
+          continue;
+        }
+        const r = typeof hello === "object" && hello !== null ? hello.rank : undefined;
+        if (hello?.t !== "hello" || typeof r !== "number" || !Number.isInteger(r) || r < 0 || r >= size) {
           await reply(identity, { t: "error", message: `rendezvous: bad hello ${JSON.stringify(hello)}` });
           continue;
         }

@@ -131,3 +131,20 @@ test("the rendezvous sends the table once every rank has joined, and refuses a r
   t.deepEqual(await joinRendezvous(service.endpoint, hello(1), 5000), [`ipc://${dir}/r0`, `ipc://${dir}/r1`]);
   t.is((await service.complete).length, 2);
 });
+
+test("a hello that does not decode is answered and skipped: the rendezvous goes on for the real ranks", async (t) => {
+  const dir = freshDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const service = await serveRendezvous(1, `ipc://${dir}/rv`);
+  t.teardown(() => service.close());
+  const stranger = new zmq.Dealer({ linger: 0 });
+  t.teardown(() => stranger.close());
+  stranger.connect(service.endpoint);
+  for (const junk of [Buffer.from([0xc1]), Buffer.from([0xc0])]) {
+    await stranger.send(junk);
+    const [answer] = await stranger.receive();
+    t.like(unpack(answer as Buffer), { t: "error" });
+  }
+  const hello = { rank: 0, endpoint: `ipc://${dir}/r0`, pid: process.pid, host: "here" };
+  t.deepEqual(await joinRendezvous(service.endpoint, hello, 5000), [`ipc://${dir}/r0`]);
+});

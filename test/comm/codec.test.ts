@@ -411,7 +411,7 @@ test("corrupt frames and split messages throw errors that say what is wrong", (t
   t.deepEqual(seen, ["hello"], "the messages before the damage were delivered");
   const badKind = Buffer.from(good);
   badKind[16] = 9;
-  t.throws(() => frame(badKind), { message: "corrupt frame: unknown body kind 9" });
+  t.throws(() => frame(badKind), { message: "corrupt frame from rank 1: unknown body kind 9" });
   t.throws(() => decodeSplit(good.subarray(0, 16), good.subarray(HEADER_BYTES), () => {}), {
     message: "corrupt message: a header of 16 bytes",
   });

@@ -67,14 +67,14 @@ test("a message to this rank that does not decode fails the world instead of thr
   const pending = world.recv();
   world.postEncoded(0, corruptFrame());
   const e = await failed;
-  t.regex(e.message, /^rank 0 failed, it can no longer receive: corrupt frame: unknown body kind 9$/);
-  isFailure(t, await t.throwsAsync(pending), "recv", "corrupt frame: unknown body kind 9");
+  t.regex(e.message, /^rank 0 failed, it can no longer receive: corrupt frame from rank 0: unknown body kind 9$/);
+  isFailure(t, await t.throwsAsync(pending), "recv", "corrupt frame from rank 0: unknown body kind 9");
 });
 
 test("a corrupt frame from another rank fails the receiving rank's world; the rank exits 1 naming the cause", async (t) => {
   const r = await run(["-n", "2", "--timeout", "60", fixture("world-failure.ts")]);
   t.is(r.code, 1, r.stderr);
-  const cause = "corrupt frame: unknown body kind 9";
+  const cause = "corrupt frame from rank 0: unknown body kind 9";
   t.is(
     linesOf(r.stderr).at(-1),
     `workpool: rank 1 failed (exit code 1): workpool: rank 1 failed, it can no longer receive: ${cause}`,
