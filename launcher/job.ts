@@ -112,7 +112,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     }, GRACE_MS);
   };
 
-  const printedStacks = new Set<string>();
+  const printedErrors = new Set<string>();
   const onRecord = (rank: number, msg: ControlRecord) => {
     const r = ranks[rank];
     if (!r) return;
@@ -120,10 +120,11 @@ export async function runJob(opts: JobOptions): Promise<number> {
     r.heard = true;
     if (msg.t === "error" && typeof msg.message === "string") {
       r.lastError = msg.message;
-      // A rank's uncaught error comes here instead of its stderr (lib/runtime/preload.ts): each different
-      // stack is printed once, so N ranks failing the same way do not print it N times.
-      if (typeof msg.stack === "string" && !printedStacks.has(msg.stack)) {
-        printedStacks.add(msg.stack);
+      // A rank's uncaught error comes here instead of its stderr (lib/runtime/preload.ts): one stack per
+      // different message, so N ranks failing the same way (the same bad input, one task's TaskError that
+      // every rank rethrows) print it once, from the first rank to report it.
+      if (typeof msg.stack === "string" && !printedErrors.has(msg.message)) {
+        printedErrors.add(msg.message);
         const prefix = opts.prefix ? `[${rank}] ` : "";
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }

@@ -16,15 +16,18 @@ export interface FailBody {
   msg: string;
   /** The task that threw (kind `task`), left out when it cannot be encoded. */
   task?: unknown;
-  /** The original error's name and message. */
+  /** The original error's name, message and stack (where the handler threw, on rank `r`). */
   cn?: string;
   cm?: string;
+  cs?: string;
 }
 
 /** Rebuilds, on another rank, the error of a run that failed on rank `f.r`. */
 export function failFromMessage(f: FailBody): WorkpoolError {
   const cause = new Error(f.cm ?? f.msg);
   if (f.cn) cause.name = f.cn;
+  // The stack of rank r's error, not of this rebuilding: it points at the code that failed.
+  if (f.cs) cause.stack = f.cs;
   switch (f.k) {
     case "abort":
       return new PeerAbortedError(f.r, f.msg, { cause });
@@ -40,7 +43,7 @@ export function failureBody(rank: number, error: Error): FailBody {
   const k: FailKind = error instanceof TaskError ? "task" : error instanceof AbortError ? "abort" : "rank";
   const cause = error.cause instanceof Error ? error.cause : error;
   const r = error instanceof TaskError || error instanceof RankFailedError ? error.rank : rank;
-  const body: FailBody = { r, k, msg: error.message, cn: cause.name, cm: cause.message };
+  const body: FailBody = { r, k, msg: error.message, cn: cause.name, cm: cause.message, cs: cause.stack };
   if (error instanceof TaskError) body.task = error.task;
   return body;
 }
@@ -51,7 +54,7 @@ export function sendFail(rt: PoolRuntime, dests: Iterable<number>, tag: number, 
     try {
       rt.send(d, tag, { ...f });
     } catch {
-      rt.send(d, tag, { r: f.r, k: f.k, msg: f.msg, cn: f.cn, cm: f.cm });
+      rt.send(d, tag, { r: f.r, k: f.k, msg: f.msg, cn: f.cn, cm: f.cm, cs: f.cs });
     }
   }
 }

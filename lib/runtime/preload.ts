@@ -7,13 +7,14 @@
  *   makes this rank exit at once, with status 129;
  * - the last word: an uncaught error is written to the channel synchronously before the process dies, so the
  *   launcher's summary can say which rank failed and why; its stack goes to the launcher instead of this
- *   rank's stderr, and the launcher prints each different stack once (ranks that all fail on the same bad
- *   input, or at import, do not print the same stack N times). If the app handles uncaught errors itself,
+ *   rank's stderr, and the launcher prints one stack per different error message (ranks that all fail on the
+ *   same bad input, at import, or on one task's TaskError, do not print it N times). If the app handles uncaught errors itself,
  *   only the last word is sent;
  * - the report channel: pools send their statistics and progress to the launcher over the same connection
  *   (see report.ts), one JSON object a line.
  * Without WORKPOOL_CONTROL (no launcher) it does nothing.
  */
+import { inspect } from "node:util";
 import { openControlChannel } from "./control.ts";
 import { CONTROL_KEY } from "./report.ts";
 
@@ -23,7 +24,9 @@ if (channel) {
   (globalThis as Record<symbol, unknown>)[CONTROL_KEY] = channel;
   const lastWords = (err: unknown, print: boolean) => {
     const message = err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`;
-    const stack = err instanceof Error ? (err.stack ?? message) : `Uncaught ${String(err)}`;
+    // As Node would print it: the stack, the error's own fields (a TaskError's rank and task) and its cause's
+    // stack, which is where the app's handler threw.
+    const stack = err instanceof Error ? inspect(err) : `Uncaught ${inspect(err)}`;
     return channel.sendSync(print ? { t: "error", message, stack } : { t: "error", message });
   };
   process.on("uncaughtException", (err) => {
@@ -33,7 +36,7 @@ if (channel) {
       return;
     }
     // Node would print the stack and exit 1; the launcher prints it (once per different stack) instead.
-    if (!lastWords(err, true)) process.stderr.write(`${err instanceof Error ? (err.stack ?? err) : String(err)}\n`);
+    if (!lastWords(err, true)) process.stderr.write(`${inspect(err)}\n`);
     process.exit(1);
   });
   // The app starts once the last words have a way out: at once over a Unix socket (a local rank never waits

@@ -24,6 +24,7 @@ test("a task's throw travels as a TaskError with rank, task and the cause's name
   t.is(te.message, "task failed on rank 1");
   t.is((te.cause as Error).name, "RangeError");
   t.is((te.cause as Error).message, "task 42 is bad");
+  t.is((te.cause as Error).stack, cause.stack, "the stack of the handler that threw, not of the rebuilding");
 });
 
 test("an abort travels as a PeerAbortedError naming the aborting rank and its signal's reason", (t) => {
