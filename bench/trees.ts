@@ -22,7 +22,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import type { PoolStats } from "workpool";
 import { SAMPLE_TREES, sampleTree } from "../apps/uts/samples.ts";
-import { DISTRIBUTED_COMBINATIONS } from "../lib/internal.ts";
+import { DISTRIBUTED_COMBINATIONS, distributedSpec } from "../lib/internal.ts";
 import { BenchUsageError, fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/trees-ranks.ts", import.meta.url).pathname;
@@ -36,9 +36,7 @@ const KEEP0_TIMEOUT_MS = 120_000;
 const SMALL_TREE = "T1XS";
 /** Per-task cost: a binary tree of this depth has 2^(depth+1) - 1 = 2,097,151 tasks. */
 const OVERHEAD_DEPTH = 20;
-const COMBOS = DISTRIBUTED_COMBINATIONS.map(
-  (c) => `distributed,initiation=${c.initiation},partner=${c.partner},termination=${c.termination}`,
-);
+const COMBOS = DISTRIBUTED_COMBINATIONS.map(distributedSpec);
 const EMULATED_SPECS = [
   "centralized",
   "centralized,coordinatorWorks=true",

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DISTRIBUTED_COMBINATIONS, resolvePoolConfig } from "../lib/internal.ts";
+import { DISTRIBUTED_COMBINATIONS, distributedSpec, resolvePoolConfig } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
 import { OptionReader } from "./argv.ts";
@@ -33,7 +33,7 @@ const BIN = fileURLToPath(new URL("bin/workpool.js", PACKAGE_ROOT));
 export function defaultPools(): string[] {
   const out = ["centralized", "centralized,coordinatorWorks=true", "centralized,keep=0"];
   for (const c of DISTRIBUTED_COMBINATIONS) {
-    out.push(`distributed,initiation=${c.initiation},partner=${c.partner},termination=${c.termination}`);
+    out.push(distributedSpec(c));
   }
   return out;
 }

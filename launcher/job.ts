@@ -151,7 +151,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
   if (opts.pool !== undefined) jobEnv[ENV.pool] = opts.pool;
   if (traceDir) jobEnv[ENV.traceDir] = traceDir;
   const heartbeatMs = (opts.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000;
-  if (heartbeatMs > 0) jobEnv[ENV.heartbeatMs] = String(Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT)));
+  const beatMs = Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT));
+  if (heartbeatMs > 0) jobEnv[ENV.heartbeatMs] = String(beatMs);
   const argv = [...(opts.nodeArgs ?? []), ...rankNodeOptions(opts.app), opts.app, ...opts.args];
 
   const onSignal = (signal: NodeJS.Signals) => {
@@ -180,24 +181,20 @@ export async function runJob(opts: JobOptions): Promise<number> {
   // A rank is heard from by its reports and heartbeats; one silent for heartbeatMs is stopped or hung.
   const heartbeat =
     heartbeatMs > 0
-      ? setInterval(
-          () => {
-            if (stopReason !== undefined || failure) return;
-            const now = Date.now();
-            const silent = ranks.find(
-              (r) =>
-                !r.exited && now - r.lastHeard > (r.heard ? heartbeatMs : Math.max(heartbeatMs, HEARTBEAT_START_MS)),
-            );
-            if (!silent) return;
-            const s = heartbeatMs / 1000;
-            stopReason =
-              `workpool: rank ${silent.rank} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
-              `stretch that long; --heartbeat SECONDS to change, 0 for none); stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
-            exitStatus = 1;
-            stopAll();
-          },
-          Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT)),
-        )
+      ? setInterval(() => {
+          if (stopReason !== undefined || failure) return;
+          const now = Date.now();
+          const silent = ranks.find(
+            (r) => !r.exited && now - r.lastHeard > (r.heard ? heartbeatMs : Math.max(heartbeatMs, HEARTBEAT_START_MS)),
+          );
+          if (!silent) return;
+          const s = heartbeatMs / 1000;
+          stopReason =
+            `workpool: rank ${silent.rank} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
+            `stretch that long; --heartbeat SECONDS to change, 0 for none); stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
+          exitStatus = 1;
+          stopAll();
+        }, beatMs)
       : undefined;
 
   const finished: Promise<void>[] = [];

@@ -62,7 +62,8 @@ await runApp(
 
     if (world.rank === 0 && first) {
       const seconds = Math.min(...runs);
-      const baseline = options.speedup ? sequentialBaseline(tree, options.repeat, first) : undefined;
+      const timed = options.speedup ? sequentialBaseline(tree, options.repeat, first) : undefined;
+      const baseline = timed?.seconds;
       if (options.json) {
         const timing = options.repeat > 1 ? { runs: runs.map((r) => Number(r.toFixed(4))) } : {};
         const { label, params } = options;
@@ -93,34 +94,49 @@ await runApp(
           );
         }
       }
-      if (options.verify) verify(options, first, tree);
+      if (options.verify) verify(options, first, tree, timed);
     }
     await world.close();
   },
 );
 
-/** The fastest of `repeat` runs of the sequential loop (seconds); its counts must equal the pool's. */
-function sequentialBaseline(tree: Tree, repeat: number, counts: Counts): number {
+/** The sequential loop's counts, and the fastest of its runs in seconds. */
+interface Timed {
+  readonly counts: Counts;
+  readonly seconds: number;
+}
+
+/** The fastest of `repeat` runs of the sequential loop; its counts must equal the pool's. */
+function sequentialBaseline(tree: Tree, repeat: number, counts: Counts): Timed {
   let best = Number.POSITIVE_INFINITY;
+  let found = counts;
   for (let run = 0; run < repeat; run++) {
     const t0 = performance.now();
-    const sequential = searchSequential(tree);
+    found = searchSequential(tree);
     best = Math.min(best, (performance.now() - t0) / 1000);
-    const differs = countsMismatch(sequential, counts);
+    const differs = countsMismatch(found, counts);
     if (differs !== undefined)
       throw new Error(`${APP}: the sequential loop found other counts than the pool: ${differs}`);
   }
-  return best;
+  return { counts: found, seconds: best };
 }
 
-/** Checks `counts` against the named tree's, else against a sequential search here; a mismatch exits 1. */
-function verify(options: UtsOptions, counts: Counts, tree: Tree): void {
+/**
+ * Checks `counts` against the named tree's, else against a sequential search (the one `--speedup` timed, if
+ * it ran, else one here); a mismatch exits 1.
+ */
+function verify(options: UtsOptions, counts: Counts, tree: Tree, timed?: Timed): void {
   let expected = expectedCounts(options);
   if (!expected) {
-    const t0 = performance.now();
-    const sequential = searchSequential(tree);
-    const s = ((performance.now() - t0) / 1000).toFixed(3);
-    expected = { counts: sequential, source: `as the sequential search found (${s} s)` };
+    let sequential = timed;
+    if (!sequential) {
+      const t0 = performance.now();
+      sequential = { counts: searchSequential(tree), seconds: (performance.now() - t0) / 1000 };
+    }
+    expected = {
+      counts: sequential.counts,
+      source: `as the sequential search found (${sequential.seconds.toFixed(3)} s)`,
+    };
   }
   const bad = countsMismatch(counts, expected.counts);
   if (bad !== undefined) {

@@ -14,7 +14,8 @@
 //       One rank: a counted binary tree (every task of depth < depth puts 2 children: 2^(depth+1) - 1
 //       tasks) run through a pool with a sync handler, and the same walk as a plain stack loop, alternated,
 //       best of `repeat` each.
-import { connect, type PoolOptions, type PoolStats } from "workpool";
+import { connect, type PoolStats } from "workpool";
+import { parsePoolSpec } from "workpool/internal";
 import { searchPool } from "../../apps/uts/pool-search.ts";
 import { sampleTree } from "../../apps/uts/samples.ts";
 import { searchSequential } from "../../apps/uts/sequential.ts";
@@ -32,18 +33,6 @@ function namedTree(name: string): Tree {
 
 /** Every rank's peak resident set size (KiB) on rank 0. */
 const gatherRss = () => world.gather(process.resourceUsage().maxRSS, 0);
-
-/** `centralized,keep=0` as pool options (the `--pool` syntax: numbers and true/false are converted). */
-function parseSpec(spec: string): PoolOptions {
-  const [mode, ...pairs] = spec.split(",");
-  const out: Record<string, unknown> = { mode };
-  for (const pair of pairs) {
-    const [key = "", raw = ""] = pair.split("=");
-    out[key] =
-      raw === "true" ? true : raw === "false" ? false : raw !== "" && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
-  }
-  return out as PoolOptions;
-}
 
 if (mode === "sequential" || mode === "pool") {
   const [name = "T1", repeatArg = "3"] = rest;
@@ -103,7 +92,7 @@ if (mode === "sequential" || mode === "pool") {
       return xm / (1 - u) ** (1 / ALPHA);
     };
     for (const spec of specs) {
-      const pool = world.pool<Chained>(parseSpec(spec));
+      const pool = world.pool<Chained>(parsePoolSpec(spec));
       const measured = { asked: 0, work: 0, chain: 0 };
       if (world.rank === 0) pool.put({ ...tree.root(), c: 0 });
       await world.barrier();

@@ -320,12 +320,12 @@ export async function reduceScatter<T>(
   const folded = 2 * (size - q); // ranks below this are paired up (even, odd)
   const owner = (r: number) => (r < folded ? r >> 1 : r - folded / 2);
   const rankOf = (j: number) => (j < folded / 2 ? 2 * j + 1 : j + folded / 2);
+  if (rank < folded && rank % 2 === 0) {
+    await ch.send(rank + 1, tag, values, call, "values");
+    return (await ch.recv(rank + 1, tag, opts.signal, call)) as T;
+  }
   const acc = values.slice();
   if (rank < folded) {
-    if (rank % 2 === 0) {
-      await ch.send(rank + 1, tag, values, call, "values");
-      return (await ch.recv(rank + 1, tag, opts.signal, call)) as T;
-    }
     const lower = (await ch.recv(rank - 1, tag, opts.signal, call)) as T[];
     for (let i = 0; i < size; i++) acc[i] = combine(lower[i] as T, acc[i] as T);
   }

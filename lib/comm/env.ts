@@ -75,6 +75,22 @@ export function rankEnvironment(
   return { ...env, ...job };
 }
 
+/**
+ * A duration in ms from environment variable `name`: `fallback` when it is unset, else a positive number
+ * (or 0 when `zero` is allowed: "none"); anything else is a BootstrapError naming the variable.
+ */
+export function envMs(name: string, fallback: number, zero = false, env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || (n === 0 && !zero)) {
+    throw new BootstrapError(
+      `environment variable ${name} must be a ${zero ? "non-negative" : "positive"} number of ms; got ${JSON.stringify(raw)}`,
+    );
+  }
+  return n;
+}
+
 export type TransportKind = "ipc" | "tcp";
 
 export interface JobEnv {

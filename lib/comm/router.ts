@@ -1,4 +1,4 @@
-import { ENV } from "./env.ts";
+import { ENV, envMs } from "./env.ts";
 import { ClosedError, RankFailedError } from "../errors.ts";
 import { decodeFrame, decodeSplit, encodeMessage } from "./codec.ts";
 import type { CollectiveChannel } from "./collectives.ts";
@@ -20,14 +20,8 @@ export const CLOSE_CONTEXT = 2 ** 32 - 1;
 /** Handler that takes every message of one context as it arrives (used by pools). */
 export type ContextListener = (source: number, tag: number, data: unknown) => void;
 
-/**
- * One process's messaging, shared by the world and every communicator split from it: the transport, the
- * matcher or listener of each context, what `close` counts, and the failure of the receive loop. Ranks here are
- * world ranks; a communicator translates its own before calling in. The `source` of a message is the sender's
- * rank in the communicator it was sent in (the header carries it), so receives see their communicator's ranks.
- */
 /** How often the idle watch looks (see Router.watchIdle): an app that forgot close() ends within ~2x this. */
-const IDLE_CHECK_MS = Number(process.env[ENV.idleCheckMs] ?? 1000);
+const IDLE_CHECK_MS = envMs(ENV.idleCheckMs, 1000);
 /** Resources a rank has from the start (its stdio): only more of them than at start count as activity. */
 const STDIO = new Set(["PipeWrap", "TTYWrap"]);
 
@@ -46,6 +40,12 @@ function beyond(now: Map<string, number>, base: Map<string, number>): boolean {
   return false;
 }
 
+/**
+ * One process's messaging, shared by the world and every communicator split from it: the transport, the
+ * matcher or listener of each context, what `close` counts, and the failure of the receive loop. Ranks here are
+ * world ranks; a communicator translates its own before calling in. The `source` of a message is the sender's
+ * rank in the communicator it was sent in (the header carries it), so receives see their communicator's ranks.
+ */
 export class Router {
   /** This process's world rank and the world's size. */
   readonly rank: number;
@@ -205,7 +205,6 @@ export class Router {
     return () => this.failureListeners.delete(listener);
   }
 
-  /** See World#close: the collective end of the whole process's messaging. */
   /**
    * Marks this process busy on something the receive side cannot see (a pool run between messages); call
    * the returned function when done. See `watchIdle`.
@@ -252,6 +251,7 @@ export class Router {
     timer.unref();
   }
 
+  /** See World#close: the collective end of the whole process's messaging. */
   close(): Promise<void> {
     if (!this.closing) {
       for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");

@@ -29,6 +29,11 @@ export const DISTRIBUTED_COMBINATIONS: readonly {
   PARTNERS.flatMap((partner) => TERMINATIONS.map((termination) => ({ initiation, partner, termination }))),
 );
 
+/** A distributed combination as a `--pool` spec. */
+export function distributedSpec(c: (typeof DISTRIBUTED_COMBINATIONS)[number]): string {
+  return `distributed,initiation=${c.initiation},partner=${c.partner},termination=${c.termination}`;
+}
+
 export const DEFAULT_MODE: PoolMode = "centralized";
 export const DEFAULT_ORDER: TaskOrder = "lifo";
 export const DEFAULT_COORDINATOR = 0;

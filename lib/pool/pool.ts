@@ -37,7 +37,6 @@ export class Pool<T = unknown> {
   private readonly world: World;
   private readonly context: number;
   private pending: PendingPut<T>[] = [];
-  private putsBeforeRun = 0;
   private engine: Engine<T> | undefined;
   private runtime: PoolRuntime | undefined;
   private epoch = 0;
@@ -107,9 +106,7 @@ export class Pool<T = unknown> {
       this.runtime.stats.tasksPut++;
       this.engine.put(task, priority, to);
     } else {
-      this.putsBeforeRun++;
-      this.pending.push({ task, priority, to });
-      awaitRun(this as Pool<unknown>);
+      if (this.pending.push({ task, priority, to }) === 1) awaitRun(this as Pool<unknown>);
     }
   }
 
@@ -144,7 +141,7 @@ export class Pool<T = unknown> {
     if (this.engine) throw new InvalidArgumentError("run: this pool is already running; await the first run");
     if (this.world.isClosed) throw new ClosedError("run: the world is closed");
     const stats = emptyStats(this.world.rank, this.config.mode);
-    stats.tasksPut = this.putsBeforeRun;
+    stats.tasksPut = this.pending.length;
     stats.startedAt = performance.timeOrigin + performance.now();
     const t0 = performance.now();
     this.epoch++;
@@ -168,7 +165,6 @@ export class Pool<T = unknown> {
     const initial = this.pending;
     this.pending = [];
     unrun.delete(this as Pool<unknown>);
-    this.putsBeforeRun = 0;
     const ctx = {
       rank: this.world.rank,
       put: (task: T, o?: PutOptions) => this.put(task, o),

@@ -17,7 +17,7 @@
 import { writeSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { BootstrapError } from "../errors.ts";
-import { ENV } from "../comm/env.ts";
+import { ENV, envMs } from "../comm/env.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
 export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
@@ -187,8 +187,8 @@ export function openControlChannel(env: NodeJS.ProcessEnv = process.env): Contro
       `environment variable ${ENV.rank} must be a rank number when ${ENV.control} is set; got ${JSON.stringify(env[ENV.rank])}`,
     );
   }
-  const heartbeatMs = Number(env[ENV.heartbeatMs] ?? 0);
+  const heartbeatMs = envMs(ENV.heartbeatMs, 0, true, env);
   delete env[ENV.control];
   delete env[ENV.token];
-  return new ControlChannel(address, rank, token, Number.isFinite(heartbeatMs) ? heartbeatMs : 0);
+  return new ControlChannel(address, rank, token, heartbeatMs);
 }

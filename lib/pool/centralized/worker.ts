@@ -155,8 +155,7 @@ export class CentralWorker<T> implements Engine<T> {
       w: 0,
       o: this.owed ? 1 : 0,
     };
-    const r = this.rt.results.take();
-    if (r) body.r = r;
+    withResult(body as unknown as Record<string, unknown>, this.rt.results.take());
     const t = this.out.drainInto(body);
     if (this.rt.trace && t.length > 0) body.f = this.rt.trace.flowOut(`put ${t.length} to coordinator`);
     this.sent += t.length;

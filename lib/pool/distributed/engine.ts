@@ -200,9 +200,9 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   stop(result: WireResult): void {
     if (this.finished) return;
     const { rt } = this;
-    if (rt.rank !== ROOT) {
+    if (rt.rank !== this.root) {
       // This rank runs nothing more; it takes part in no termination round either: the root's answer ends it.
-      if (!this.stopping) this.sendEngine(ROOT, "stop", withResult({}, result));
+      if (!this.stopping) this.sendEngine(this.root, "stop", withResult({}, result));
       this.stopping = true;
       return;
     }
@@ -402,7 +402,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     // The detector collected every rank's latest task end; a later one here means it declared too early.
     const unseen = this.lastActivityAt - lastActivityAt;
     if (unseen > 0) counters.lastTaskUnseenMs = unseen;
-    if (this.rt.rank === ROOT) counters.terminationDetected = 1;
+    if (this.rt.rank === this.root) counters.terminationDetected = 1;
     this.halt();
     if (left > 0 || active) {
       const state = active ? `still active, ${left} tasks queued` : `${left} tasks queued`;
