@@ -30,6 +30,13 @@ export interface RankLauncher {
    */
   readonly controlAddress: string;
   /**
+   * Where ranks reach the rendezvous when they are on several hosts: the launcher's address that faces them,
+   * and the job then runs over TCP. Undefined: every rank is on this host (ipc or loopback, as --transport says).
+   */
+  readonly rendezvousHost?: string;
+  /** The host rank `rank` runs on, for messages; undefined when it runs on this machine. */
+  hostOf?(rank: number): string | undefined;
+  /**
    * Starts rank `rank` as `node argv...`. `env` holds the job's variables for this rank (WORKPOOL_*, from
    * lib/comm/env.ts); the back-end gives the rank the environment it would otherwise have, less any other job
    * variable, plus these (`rankEnvironment`).

@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { totalmem } from "node:os";
 import {
+  addressFacing,
+  ENV,
   DISTRIBUTED_COMBINATIONS,
   INITIATION_STRATEGIES,
   PARTNER_POLICIES,
@@ -10,7 +12,18 @@ import {
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
 import { OptionReader } from "./argv.ts";
-import { runJob } from "./job.ts";
+import { HostsLauncher, DEFAULT_AGENT } from "./backends/hosts.ts";
+import {
+  forwardVariable,
+  type HostSlots,
+  isLocalHost,
+  parseHostList,
+  placeRanks,
+  readHostfile,
+  splitCommand,
+  totalSlots,
+} from "./hosts.ts";
+import { type JobOptions, runJob } from "./job.ts";
 import { UsageError } from "./usage-error.ts";
 
 const MAX_RANKS = 1024;
@@ -62,7 +75,14 @@ Options:
       --force           start the ranks even if they seem not to fit in this machine's memory
       --heartbeat SECONDS  end the job, naming the rank, when a rank sends no heartbeat for this long
                         (stopped, or blocked in one synchronous stretch); 0: none (default 30)
-      --transport KIND  ipc (default, one machine) or tcp
+      --transport KIND  ipc (default, one machine) or tcp (always tcp across hosts)
+      --hostfile FILE   run on the hosts of FILE: lines "HOST slots=N", # comments (as OpenMPI);
+                        ranks fill the hosts in order; -n defaults to the total of the slots
+  -H, --host LIST       hosts as HOST:SLOTS,... e.g. -H a:8,b:8 (a host without :SLOTS has one)
+      --oversubscribe   allow more ranks than slots (the extra ones dealt round-robin)
+      --agent CMD       how a rank starts on another host, called as CMD HOST PROGRAM ARGS...
+                        (default "${DEFAULT_AGENT}"); localhost and this machine start locally
+  -x VAR[=VALUE]        give every rank VAR (the launcher's value, or VALUE), on every host (repeatable)
       --node-arg ARG    pass ARG to node for every rank, before the app (repeatable), e.g.
                         --node-arg=--cpu-prof or --node-arg=--max-old-space-size=16384
       --no-prefix       do not prefix output lines with [rank]
@@ -123,6 +143,27 @@ export function checkMemory(np: number, force: boolean, totalBytes = totalmem())
   );
 }
 
+/**
+ * The back-end for ranks placed on hosts, or undefined when every one of them is on this machine (the local
+ * back-end then runs them as any job). The launcher listens on its address that faces the first remote host
+ * (WORKPOOL_HOST in its environment chooses another).
+ */
+async function hostsBackend(app: string, placement: readonly string[], agent: string): Promise<JobOptions["backend"]> {
+  const remote = placement.find((h) => !isLocalHost(h));
+  if (remote === undefined) return undefined;
+  const agentWords = splitCommand(agent, "--agent");
+  let listenHost = process.env[ENV.host];
+  if (!listenHost) {
+    try {
+      listenHost = await addressFacing(remote);
+    } catch (e) {
+      throw new UsageError(`host ${remote}: ${(e as Error).message}`);
+    }
+  }
+  const host = listenHost;
+  return (dir) => new HostsLauncher(dir, { app, placement, agent: agentWords, listenHost: host });
+}
+
 /** Validates a `--pool SPEC` completely (keys and values) for a job of `np` ranks. */
 export function checkPoolSpec(spec: string, np: number): void {
   try {
@@ -133,7 +174,11 @@ export function checkPoolSpec(spec: string, np: number): void {
 }
 
 async function launch(argv: string[]): Promise<number> {
-  let np = 1;
+  let np: number | undefined;
+  let hosts: HostSlots[] | undefined;
+  let oversubscribe = false;
+  let agent = DEFAULT_AGENT;
+  const forward: Record<string, string> = {};
   let prefix = true;
   let timeoutSeconds: number | undefined;
   let heartbeatSeconds: number | undefined;
@@ -193,6 +238,26 @@ async function launch(argv: string[]): Promise<number> {
         nodeArgs.push(arg);
         break;
       }
+      case "--hostfile":
+        if (hosts) throw new UsageError("give the hosts once: --hostfile or --host, not both");
+        hosts = readHostfile(opts.value(flag));
+        break;
+      case "-H":
+      case "--host":
+        if (hosts) throw new UsageError("give the hosts once: --hostfile or --host, not both");
+        hosts = parseHostList(opts.value(flag));
+        break;
+      case "--oversubscribe":
+        oversubscribe = true;
+        break;
+      case "--agent":
+        agent = opts.value(flag);
+        break;
+      case "-x": {
+        const [name, value] = forwardVariable(opts.value(flag), process.env);
+        forward[name] = value;
+        break;
+      }
       case "--transport": {
         const t = opts.value(flag);
         if (t !== "ipc" && t !== "tcp")
@@ -204,13 +269,19 @@ async function launch(argv: string[]): Promise<number> {
         opts.unknown(flag, "launch");
     }
   }
-  if (pool !== undefined) checkPoolSpec(pool, np);
-  checkMemory(np, force);
+  const ranks = np ?? (hosts ? totalSlots(hosts) : 1);
+  if (ranks > MAX_RANKS) throw new UsageError(`the hosts' ${ranks} slots are more than ${MAX_RANKS} ranks; give -n`);
+  if (pool !== undefined) checkPoolSpec(pool, ranks);
+  const placement = hosts ? placeRanks(hosts, ranks, oversubscribe) : undefined;
+  checkMemory(placement ? placement.filter(isLocalHost).length : ranks, force);
   const { app, args } = opts.app("launch");
+  const appFile = resolveApp(app);
   return runJob({
-    np,
-    app: resolveApp(app),
+    np: ranks,
+    app: appFile,
     args,
+    forward,
+    backend: placement ? await hostsBackend(appFile, placement, agent) : undefined,
     prefix,
     timeoutSeconds,
     heartbeatSeconds,

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
-import { ENV, serveRendezvous, type TransportKind } from "../lib/internal.ts";
+import { ENV, formatJobKey, makeJobKey, serveRendezvous, tcpEndpoint, type TransportKind } from "../lib/internal.ts";
 import type { RankLauncherFactory, RankProcess } from "./backend.ts";
 import { LocalLauncher } from "./backends/local.ts";
 import { type ControlRecord, ControlServer } from "./control-server.ts";
@@ -17,6 +17,8 @@ export interface JobOptions {
   readonly np: number;
   readonly app: string;
   readonly args: readonly string[];
+  /** Variables every rank gets, on every host (`-x`). */
+  readonly forward?: Readonly<Record<string, string>>;
   readonly prefix: boolean;
   readonly timeoutSeconds: number | undefined;
   /**
@@ -87,8 +89,23 @@ function signalNumber(signal: NodeJS.Signals): number {
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
-  const rendezvousAddress = opts.transport === "ipc" ? `ipc://${dir}/rendezvous` : "tcp://127.0.0.1:*";
-  const rendezvous = await serveRendezvous(opts.np, rendezvousAddress);
+  // Every connection of the job is authenticated with this key (lib/comm/keys.ts); it reaches the ranks in
+  // their environment (remote ones: on their standard input), never on a command line.
+  const key = makeJobKey();
+  const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
+  // Ranks on other hosts meet over TCP at the launcher's address that faces them.
+  const transport = backend.rendezvousHost !== undefined ? "tcp" : opts.transport;
+  const rendezvousAddress =
+    backend.rendezvousHost !== undefined
+      ? tcpEndpoint(backend.rendezvousHost, "*")
+      : transport === "ipc"
+        ? `ipc://${dir}/rendezvous`
+        : "tcp://127.0.0.1:*";
+  const rendezvous = await serveRendezvous(opts.np, rendezvousAddress, key);
+  const where = (rank: number) => {
+    const host = backend.hostOf?.(rank);
+    return host === undefined ? `rank ${rank}` : `rank ${rank} (host ${host})`;
+  };
 
   const ranks: Rank[] = [];
   const statsRecords: StatsRecord[] = [];
@@ -129,19 +146,23 @@ export async function runJob(opts: JobOptions): Promise<number> {
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }
     } else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
-    else if (msg.t === "progress") {
+    else if (msg.t === "trace" && traceDir && typeof msg.lines === "string") {
+      appendFileSync(join(traceDir, `rank-${rank}.jsonl`), msg.lines);
+    } else if (msg.t === "progress") {
       progress?.update(rank, String(msg.pool), Number(msg.done ?? 0), Number(msg.queued ?? 0));
     }
   };
-  const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
+  if (traceDir) mkdirSync(traceDir);
   const token = randomBytes(18).toString("base64url");
   const control = await ControlServer.listen({ address: backend.controlAddress, size: opts.np, token, onRecord });
 
   const jobEnv: Record<string, string> = {
+    ...opts.forward,
     [ENV.size]: String(opts.np),
     [ENV.job]: jobId,
     [ENV.rendezvous]: rendezvous.endpoint,
-    [ENV.transport]: opts.transport,
+    [ENV.transport]: transport,
+    [ENV.key]: formatJobKey(key),
     [ENV.ipcDir]: dir,
     [ENV.control]: control.address,
     [ENV.token]: token,
@@ -149,7 +170,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     [ENV.reportProgress]: progress ? "1" : "0",
   };
   if (opts.pool !== undefined) jobEnv[ENV.pool] = opts.pool;
-  if (traceDir) jobEnv[ENV.traceDir] = traceDir;
+  if (traceDir) jobEnv[ENV.reportTrace] = "1";
   const heartbeatMs = (opts.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000;
   const beatMs = Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT));
   if (heartbeatMs > 0) jobEnv[ENV.heartbeatMs] = String(beatMs);
@@ -190,7 +211,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
           if (!silent) return;
           const s = heartbeatMs / 1000;
           stopReason =
-            `workpool: rank ${silent.rank} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
+            `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
             `stretch that long; --heartbeat SECONDS to change, 0 for none); stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
           exitStatus = 1;
           stopAll();
@@ -260,7 +281,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     return exitStatus ?? 1;
   }
   if (failure) {
-    process.stderr.write(`${summarize(failure, ranks, ownFailures)}\n`);
+    process.stderr.write(`${summarize(failure, ranks, ownFailures, where)}\n`);
     if (failure.signal !== null) return 128 + signalNumber(failure.signal);
     return failure.code && failure.code > 0 && failure.code < 256 ? failure.code : 1;
   }
@@ -279,14 +300,19 @@ function lastWords(r: Rank): string | undefined {
  * message but another said why (ranks often fail together on the same input, and the one that printed may
  * have been stopped by our SIGTERM a moment later), that rank's words are added.
  */
-function summarize(failure: Failure, ranks: readonly Rank[], ownFailures: readonly Failure[]): string {
+function summarize(
+  failure: Failure,
+  ranks: readonly Rank[],
+  ownFailures: readonly Failure[],
+  where: (rank: number) => string,
+): string {
   const how = failure.signal !== null ? `killed by ${failure.signal}` : `exit code ${failure.code}`;
-  const head = `workpool: rank ${failure.rank} failed (${how})`;
+  const head = `workpool: ${where(failure.rank)} failed (${how})`;
   const own = lastWords(ranks[failure.rank] as Rank);
   if (own) return `${head}: ${own}`;
   const order = [...ownFailures.map((f) => f.rank), ...ranks.map((r) => r.rank)];
   const explainer =
     order.find((rank) => (ranks[rank] as Rank).lastError !== undefined) ??
     order.find((rank) => lastWords(ranks[rank] as Rank) !== undefined);
-  return explainer === undefined ? head : `${head}; rank ${explainer} said: ${lastWords(ranks[explainer] as Rank)}`;
+  return explainer === undefined ? head : `${head}; ${where(explainer)} said: ${lastWords(ranks[explainer] as Rank)}`;
 }

@@ -4,6 +4,8 @@ export { pack, unpack } from "./comm/codec.ts";
 export type { TransportKind } from "./comm/env.ts";
 export { ENV, rankEnvironment, readJobEnv } from "./comm/env.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
+export { addressFacing, resolveHost, tcpEndpoint } from "./comm/address.ts";
+export { formatJobKey, makeJobKey } from "./comm/keys.ts";
 export type { ControlAddress } from "./runtime/control.ts";
 export { parseControlAddress, tcpControlAddress } from "./runtime/control.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
+import type { Readable, Writable } from "node:stream";
 import { rankEnvironment } from "../../lib/internal.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 
@@ -48,12 +49,31 @@ export class LocalLauncher implements RankLauncher {
   }
 
   start(_rank: number, env: Readonly<Record<string, string>>, argv: readonly string[]): RankProcess {
-    const child = spawn(process.execPath, argv, {
-      env: rankEnvironment(process.env, env),
-      stdio: ["ignore", "pipe", "pipe"],
+    return this.spawn(process.execPath, argv, rankEnvironment(process.env, env)).rank;
+  }
+
+  /**
+   * Starts `command args...` as a rank would be: leading a process group of its own, told to the reaper, its
+   * output piped. With `input`, its standard input is a pipe that starts with `input` and stays open (the
+   * caller may write more to `stdin`); without, it reads nothing.
+   */
+  spawn(
+    command: string,
+    args: readonly string[],
+    env: NodeJS.ProcessEnv,
+    input?: string,
+  ): { rank: RankProcess; stdin: Writable | undefined } {
+    const child = spawn(command, args, {
+      env,
+      stdio: [input === undefined ? "ignore" : "pipe", "pipe", "pipe"],
       detached: true,
     });
     if (child.pid !== undefined) this.reaper.stdin?.write(`${child.pid}\n`);
+    if (input !== undefined) {
+      // A rank that exits without reading its input (or dies) must not fail the launcher with EPIPE.
+      child.stdin?.on("error", () => {});
+      child.stdin?.write(input);
+    }
     let exited = false;
     const exit = new Promise<RankExit>((resolve) => {
       let error: string | undefined;
@@ -67,14 +87,15 @@ export class LocalLauncher implements RankLauncher {
         resolve({ code, signal, error });
       });
     });
-    return {
-      stdout: child.stdout,
-      stderr: child.stderr,
+    const rank: RankProcess = {
+      stdout: child.stdout as Readable,
+      stderr: child.stderr as Readable,
       exit,
       signal: (signal) => {
         if (!exited) signalGroup(child, signal);
       },
     };
+    return { rank, stdin: child.stdin ?? undefined };
   }
 
   close(): void {

@@ -1,4 +1,5 @@
 import { BootstrapError } from "../errors.ts";
+import { type JobKey, parseJobKey } from "./keys.ts";
 
 /**
  * Every environment variable of a job, in one table: lib/, launcher/ and bench/ read and set these names only
@@ -20,9 +21,14 @@ export const ENV = {
   ipcDir: "WORKPOOL_IPC_DIR",
   /** The launcher's `--pool SPEC`, unparsed; unset without one. */
   pool: "WORKPOOL_POOL",
+  /** The job's CURVE key pair (lib/comm/keys.ts), 80 characters; connect() removes it from the environment. */
+  key: "WORKPOOL_KEY",
 
   // Settings a user may give in the launcher's environment; ranks inherit them.
-  /** Address other ranks reach this one at (transport tcp); default 127.0.0.1. */
+  /**
+   * Address other ranks reach this one at (transport tcp); default: the address of the interface that faces the
+   * rendezvous host (lib/comm/address.ts), so 127.0.0.1 for a job on one host.
+   */
   host: "WORKPOOL_HOST",
   /** How long connect() waits to reach the rendezvous, in ms; default 10000 (then 300 s for the others). */
   connectTimeoutMs: "WORKPOOL_CONNECT_TIMEOUT_MS",
@@ -40,13 +46,19 @@ export const ENV = {
   reportStats: "WORKPOOL_REPORT_STATS",
   /** `1`: pools report progress for the live progress line. */
   reportProgress: "WORKPOOL_REPORT_PROGRESS",
-  /** Folder pools write their trace files to (`--trace`); unset without one. */
-  traceDir: "WORKPOOL_TRACE_DIR",
+  /**
+   * A remote rank's job variables as one JSON object, set by the wrapper the launcher starts on its host from
+   * the line it sends on standard input (launcher/backends/hosts.ts); lib/runtime/boot.ts moves them into the
+   * environment before anything reads it.
+   */
+  boot: "WORKPOOL_BOOT",
+  /** `1`: pools send the launcher their trace events (`--trace`). */
+  reportTrace: "WORKPOOL_REPORT_TRACE",
 } as const;
 
 /**
  * The variables a launcher sets for each rank. A rank never inherits these from the launcher's own
- * environment: the ones a job leaves unset (`pool`, `traceDir`) are removed.
+ * environment: the ones a job leaves unset (`pool`) are removed.
  */
 export const JOB_VARIABLES: readonly string[] = [
   ENV.rank,
@@ -56,11 +68,12 @@ export const JOB_VARIABLES: readonly string[] = [
   ENV.transport,
   ENV.ipcDir,
   ENV.pool,
+  ENV.key,
   ENV.control,
   ENV.token,
   ENV.reportStats,
   ENV.reportProgress,
-  ENV.traceDir,
+  ENV.reportTrace,
 ];
 
 /** `base` (the launcher's environment) less every job variable, plus `job` (one rank's job variables). */
@@ -73,6 +86,27 @@ export function rankEnvironment(
     if (value !== undefined && !JOB_VARIABLES.includes(name)) env[name] = value;
   }
   return { ...env, ...job };
+}
+
+/**
+ * Moves the job variables in WORKPOOL_BOOT (a JSON object of strings) into `env`, in place of any job variable
+ * already there, and removes WORKPOOL_BOOT. Does nothing without it; BootstrapError if it is not such an object.
+ */
+export function applyBoot(env: NodeJS.ProcessEnv = process.env): void {
+  const raw = env[ENV.boot];
+  if (raw === undefined) return;
+  delete env[ENV.boot];
+  let vars: unknown;
+  try {
+    vars = JSON.parse(raw);
+  } catch {
+    vars = undefined;
+  }
+  if (vars === null || typeof vars !== "object" || Object.values(vars).some((v) => typeof v !== "string")) {
+    throw new BootstrapError(`environment variable ${ENV.boot} must be a JSON object of strings`);
+  }
+  for (const name of JOB_VARIABLES) delete env[name];
+  Object.assign(env, vars);
 }
 
 /**
@@ -102,10 +136,12 @@ export interface JobEnv {
   readonly transport: TransportKind;
   /** Folder for ipc:// endpoints (transport ipc). */
   readonly ipcDir: string | undefined;
-  /** Address other ranks reach this one at (transport tcp). */
-  readonly host: string;
+  /** Address other ranks reach this one at (transport tcp), when WORKPOOL_HOST gives it; else chosen by connect(). */
+  readonly host: string | undefined;
   /** The launcher's `--pool SPEC`, unparsed. */
   readonly pool: string | undefined;
+  /** The job's key, which every connection of the job is authenticated with; absent for a world of one. */
+  readonly key: JobKey | undefined;
 }
 
 function int(name: string, raw: string, min: number, max: number): number {
@@ -128,8 +164,9 @@ export function readJobEnv(env: NodeJS.ProcessEnv = process.env): JobEnv {
       rendezvous: undefined,
       transport: "ipc",
       ipcDir: undefined,
-      host: "127.0.0.1",
+      host: undefined,
       pool: env[ENV.pool],
+      key: undefined,
     };
   }
   const size = int(ENV.size, sizeRaw, 1, 1 << 20);
@@ -148,6 +185,13 @@ export function readJobEnv(env: NodeJS.ProcessEnv = process.env): JobEnv {
   if (size > 1 && transport === "ipc" && !ipcDir) {
     throw new BootstrapError(`environment variable ${ENV.ipcDir} is required with transport ipc`);
   }
+  const keyText = env[ENV.key];
+  if (size > 1 && !keyText) {
+    throw new BootstrapError(
+      `environment variable ${ENV.key} is required when ${ENV.size} is ${size}: every connection of a job is ` +
+        "authenticated with the job's key (`workpool keygen` makes one)",
+    );
+  }
   return {
     rank,
     size,
@@ -155,7 +199,8 @@ export function readJobEnv(env: NodeJS.ProcessEnv = process.env): JobEnv {
     rendezvous,
     transport,
     ipcDir,
-    host: env[ENV.host] ?? "127.0.0.1",
+    host: env[ENV.host] || undefined,
     pool: env[ENV.pool],
+    key: keyText ? parseJobKey(keyText, `environment variable ${ENV.key}`) : undefined,
   };
 }

@@ -2,6 +2,7 @@ import * as zmq from "zeromq";
 import { BootstrapError } from "../errors.ts";
 import { pack, unpack } from "./codec.ts";
 import { ENV } from "./env.ts";
+import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
 
 /**
  * Rendezvous: how N ranks that know only (rank, size, one address) learn every rank's endpoint.
@@ -13,7 +14,8 @@ import { ENV } from "./env.ts";
  *
  * Two waits, so a rank that cannot reach its rendezvous fails fast while a large job on a busy machine may
  * take its time to start. A ZeroMQ connect to an address nobody serves fails silently (it retries for ever), so
- * the rank watches its socket for the ZeroMQ handshake with the service, which the service's ZeroMQ I/O thread
+ * the rank watches its socket for the ZeroMQ handshake with the service (a CURVE handshake: it also proves the
+ * rank and the service hold the same job key), which the service's ZeroMQ I/O thread
  * completes however busy its JavaScript is: the handshake must happen within the connect timeout
  * (WORKPOOL_CONNECT_TIMEOUT_MS, default 10 s), and the table come within JOIN_TIMEOUT_MS (or the connect
  * timeout, if longer) after that.
@@ -65,8 +67,9 @@ export interface RendezvousService {
   close(): void;
 }
 
-export async function serveRendezvous(size: number, bindAddress: string): Promise<RendezvousService> {
-  const router = new zmq.Router({ linger: 2000 });
+/** Serves the rendezvous of a job of `size` ranks at `bindAddress`, to ranks that hold the job's `key`. */
+export async function serveRendezvous(size: number, bindAddress: string, key: JobKey): Promise<RendezvousService> {
+  const router = new zmq.Router({ linger: 2000, ...serverOptions(key) });
   await router.bind(bindAddress);
   const endpoint = router.lastEndpoint ?? bindAddress;
   const infos: (RankInfo | undefined)[] = new Array(size);
@@ -136,11 +139,12 @@ export async function serveRendezvous(size: number, bindAddress: string): Promis
  */
 export async function joinRendezvous(
   address: string,
+  key: JobKey,
   hello: Omit<Hello, "t">,
   connectMs: number,
   joinMs = Math.max(JOIN_TIMEOUT_MS, connectMs),
 ): Promise<string[]> {
-  const dealer = new zmq.Dealer({ linger: 0 });
+  const dealer = new zmq.Dealer({ linger: 0, ...clientOptions(key) });
   const who = `rank ${hello.rank}`;
   let connected = false;
   const handshake = new Promise<typeof CONNECTED>((resolve) => {

@@ -1,5 +1,6 @@
 import * as zmq from "zeromq";
 import { HEADER_BYTES } from "./codec.ts";
+import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
 
 /**
  * The wire: one PULL inbox per rank, and one PUSH socket per peer this rank sends to (connected lazily,
@@ -52,28 +53,32 @@ interface Outbox {
 export class Transport {
   readonly endpoint: string;
   private readonly inbox: zmq.Pull;
+  private readonly key: JobKey;
   private readonly outboxes = new Map<number, Outbox>();
   private endpoints: readonly string[] = [];
   private sendError: Error | undefined;
   private closed = false;
 
-  private constructor(inbox: zmq.Pull, endpoint: string) {
+  private constructor(inbox: zmq.Pull, endpoint: string, key: JobKey) {
     this.inbox = inbox;
     this.endpoint = endpoint;
+    this.key = key;
   }
 
   /**
    * Binds this rank's inbox. `onFrame` gets every received frame in arrival order: `onFrame(frame)` for a
-   * frame, `onFrame(header, body)` for a message that travelled split.
+   * frame, `onFrame(header, body)` for a message that travelled split. Every connection, both ways, is
+   * authenticated and encrypted with the job's `key` (keys.ts).
    */
   static async bind(
     address: string,
+    key: JobKey,
     onFrame: (frame: Buffer, body?: Buffer) => void,
     onError: (e: Error) => void,
   ): Promise<Transport> {
-    const inbox = new zmq.Pull({ receiveHighWaterMark: 0, linger: 0 });
+    const inbox = new zmq.Pull({ receiveHighWaterMark: 0, linger: 0, ...serverOptions(key) });
     await inbox.bind(address);
-    const t = new Transport(inbox, inbox.lastEndpoint ?? address);
+    const t = new Transport(inbox, inbox.lastEndpoint ?? address, key);
     t.receiveLoop(onFrame, onError);
     return t;
   }
@@ -116,7 +121,12 @@ export class Transport {
     if (!box) {
       const endpoint = this.endpoints[dest];
       if (endpoint === undefined) throw new Error(`no endpoint for rank ${dest}`);
-      const socket = new zmq.Push({ sendHighWaterMark: 0, linger: LINGER_MS, immediate: false });
+      const socket = new zmq.Push({
+        sendHighWaterMark: 0,
+        linger: LINGER_MS,
+        immediate: false,
+        ...clientOptions(this.key),
+      });
       socket.connect(endpoint);
       box = {
         socket,

@@ -3,7 +3,9 @@ import { ClosedError, describe, InvalidArgumentError, type RankFailedError } fro
 import { encodeMessage, type ValueName } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
-import { type JobEnv, readJobEnv } from "./env.ts";
+import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
+import { ENV, type JobEnv, readJobEnv } from "./env.ts";
+import type { JobKey } from "./keys.ts";
 import { ANY, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
 import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
@@ -470,15 +472,23 @@ export function connect(): Promise<World> {
 
 async function join(): Promise<World> {
   const env = readJobEnv();
+  // The job's key is this process's to use, not its children's: a process the app starts is no rank.
+  delete process.env[ENV.key];
   const world = new World(env);
   if (env.size === 1 && !env.rendezvous) return world;
-  const address = env.transport === "ipc" ? `ipc://${env.ipcDir}/r${env.rank}` : `tcp://${env.host}:*`;
+  const rendezvous = env.rendezvous as string;
+  const key = env.key as JobKey;
   const timeoutMs = connectTimeoutMs();
-  const transport = await Transport.bind(address, world.onFrame, (e) => world.fail(e));
+  const address =
+    env.transport === "ipc"
+      ? `ipc://${env.ipcDir}/r${env.rank}`
+      : tcpEndpoint(env.host ?? (await addressFacing(tcpHost(rendezvous) ?? "127.0.0.1")), "*");
+  const transport = await Transport.bind(address, key, world.onFrame, (e) => world.fail(e));
   let endpoints: string[];
   try {
     endpoints = await joinRendezvous(
-      env.rendezvous as string,
+      rendezvous,
+      key,
       { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
       timeoutMs,
     );

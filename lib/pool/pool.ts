@@ -151,14 +151,8 @@ export class Pool<T = unknown> {
       !this.config.coordinatorWorks &&
       this.world.size > 1 &&
       this.world.rank === this.config.coordinator;
-    const trace = REPORT.traceDir
-      ? new TraceRecorder(
-          REPORT.traceDir,
-          this.world.rank,
-          `${name}.${this.epoch}`,
-          coordinating ? "coordinating" : "idle",
-          t0,
-        )
+    const trace = REPORT.trace
+      ? new TraceRecorder(this.world.rank, `${name}.${this.epoch}`, coordinating ? "coordinating" : "idle", t0)
       : undefined;
     trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
     const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);

@@ -1,5 +1,4 @@
-import { appendFileSync, mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { report } from "../runtime/report.ts";
 
 /** Back-to-back tasks closer than this are drawn as one span (with a task count), so tiny tasks stay cheap. */
 const COALESCE_MS = 0.05;
@@ -23,8 +22,9 @@ const epochUs = (t: number) => Math.round((performance.timeOrigin + t) * 1000);
 
 /**
  * Records one rank's part of one pool run for `--trace`: busy spans (runs of tasks), idle spans between
- * them, flow events for messages that move work, and instants for termination tokens. Written at the end of
- * the run as JSON lines to `<dir>/rank-<r>.jsonl`; the launcher merges the ranks into one trace file.
+ * them, flow events for messages that move work, and instants for termination tokens. Sent to the launcher at
+ * the end of the run, as JSON lines over the rank's control channel (so a rank on another host traces too); the
+ * launcher merges the ranks into one trace file.
  */
 export class TraceRecorder {
   private readonly events: TraceEvent[] = [];
@@ -34,7 +34,6 @@ export class TraceRecorder {
   private flowSeq = 0;
 
   constructor(
-    private readonly dir: string,
     private readonly rank: number,
     private readonly pool: string,
     private readonly idleName: string,
@@ -99,12 +98,11 @@ export class TraceRecorder {
     this.events.push(e);
   }
 
-  /** Ends the run at `t` and appends this rank's events to its file. */
+  /** Ends the run at `t` and sends this rank's events to the launcher. */
   finish(t: number): void {
     this.closeSpan(t);
-    mkdirSync(this.dir, { recursive: true });
     const lines = this.events.map((e) => JSON.stringify(e)).join("\n");
-    if (lines) appendFileSync(join(this.dir, `rank-${this.rank}.jsonl`), `${lines}\n`);
+    if (lines) report({ t: "trace", lines: `${lines}\n` });
     this.events.length = 0;
   }
 }

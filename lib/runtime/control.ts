@@ -17,6 +17,7 @@
 import { writeSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { BootstrapError } from "../errors.ts";
+import { tcpEndpoint } from "../comm/address.ts";
 import { ENV, envMs } from "../comm/env.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
@@ -43,7 +44,7 @@ export function parseControlAddress(address: string): ControlAddress {
 
 /** The address text for a TCP host and port, as parseControlAddress reads it. */
 export function tcpControlAddress(host: string, port: number): string {
-  return `tcp://${host.includes(":") ? `[${host}]` : host}:${port}`;
+  return tcpEndpoint(host, port);
 }
 
 function line(record: unknown): string {

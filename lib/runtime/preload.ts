@@ -14,6 +14,7 @@
  *   (see report.ts), one JSON object a line.
  * Without WORKPOOL_CONTROL (no launcher) it does nothing.
  */
+import "./boot.ts";
 import { inspect } from "node:util";
 import { openControlChannel } from "./control.ts";
 import { CONTROL_KEY } from "./report.ts";

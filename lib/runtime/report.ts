@@ -8,7 +8,7 @@ export const CONTROL_KEY = Symbol.for("workpool.control");
 export const REPORT = {
   stats: process.env[ENV.reportStats] === "1",
   progress: process.env[ENV.reportProgress] === "1",
-  traceDir: process.env[ENV.traceDir] || undefined,
+  trace: process.env[ENV.reportTrace] === "1",
 };
 
 /**

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import test from "ava";
 import * as zmq from "zeromq";
 import { unpack } from "../../lib/comm/codec.ts";
+import { clientOptions, formatJobKey, makeJobKey } from "../../lib/comm/keys.ts";
 import {
   connectTimeoutMs,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -20,6 +21,7 @@ import { BootstrapError } from "../../lib/errors.ts";
 import { fixture, startNode } from "../helpers/run.ts";
 
 const LOADER = ["--import", "tsx", "--conditions=workpool-source"];
+const KEY = makeJobKey();
 
 function freshDir(): string {
   return mkdtempSync(join(tmpdir(), "wp-bootstrap-"));
@@ -33,6 +35,7 @@ function jobEnv(dir: string, address: string, timeout: string | undefined): Node
     WORKPOOL_RENDEZVOUS: address,
     WORKPOOL_TRANSPORT: "ipc",
     WORKPOOL_IPC_DIR: dir,
+    WORKPOOL_KEY: formatJobKey(KEY),
     ...(timeout === undefined ? {} : { WORKPOOL_CONNECT_TIMEOUT_MS: timeout }),
   };
 }
@@ -98,12 +101,12 @@ test("a rank waits for the table once connected, however long the service takes 
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   // A ZeroMQ peer that never answers, as a launcher too busy to: the rank connects, so the connect timeout
   // (100 ms) no longer applies, and the wait ends at the join timeout with a message that says so.
-  const silent = new zmq.Router({ linger: 0 });
+  const silent = new zmq.Router({ linger: 0, curveServer: true, curveSecretKey: KEY.secretKey });
   t.teardown(() => silent.close());
   await silent.bind(`ipc://${dir}/silent`);
   const hello = { rank: 3, endpoint: `ipc://${dir}/r3`, pid: process.pid, host: "here" };
   const heard = silent.receive();
-  const joining = joinRendezvous(`ipc://${dir}/silent`, hello, 100, 1500);
+  const joining = joinRendezvous(`ipc://${dir}/silent`, KEY, hello, 100, 1500);
   const [, body] = await heard;
   t.like(unpack(body as Buffer), { t: "hello", rank: 3 });
   await t.throwsAsync(joining, {
@@ -115,29 +118,30 @@ test("a rank waits for the table once connected, however long the service takes 
 test("the rendezvous sends the table once every rank has joined, and refuses a rank joining twice", async (t) => {
   const dir = freshDir();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const service = await serveRendezvous(2, `ipc://${dir}/rv`);
+  const service = await serveRendezvous(2, `ipc://${dir}/rv`, KEY);
   t.teardown(() => service.close());
   const hello = (rank: number) => ({ rank, endpoint: `ipc://${dir}/r${rank}`, pid: process.pid, host: "here" });
   // Rank 0 alone: connected, it waits (here 300 ms) for rank 1.
-  await t.throwsAsync(joinRendezvous(service.endpoint, hello(0), 5000, 300), {
+  await t.throwsAsync(joinRendezvous(service.endpoint, KEY, hello(0), 5000, 300), {
     instanceOf: BootstrapError,
     message: `rank 0: connected to the rendezvous at ${service.endpoint}, but not every rank joined within 300 ms`,
   });
-  await t.throwsAsync(joinRendezvous(service.endpoint, hello(0), 5000, 300), {
+  await t.throwsAsync(joinRendezvous(service.endpoint, KEY, hello(0), 5000, 300), {
     instanceOf: BootstrapError,
     message: "rank 0: rendezvous: rank 0 joined twice",
   });
   // Rank 1 completes the job: the table comes.
-  t.deepEqual(await joinRendezvous(service.endpoint, hello(1), 5000), [`ipc://${dir}/r0`, `ipc://${dir}/r1`]);
+  t.deepEqual(await joinRendezvous(service.endpoint, KEY, hello(1), 5000), [`ipc://${dir}/r0`, `ipc://${dir}/r1`]);
   t.is((await service.complete).length, 2);
 });
 
 test("a hello that does not decode is answered and skipped: the rendezvous goes on for the real ranks", async (t) => {
   const dir = freshDir();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const service = await serveRendezvous(1, `ipc://${dir}/rv`);
+  const service = await serveRendezvous(1, `ipc://${dir}/rv`, KEY);
   t.teardown(() => service.close());
-  const stranger = new zmq.Dealer({ linger: 0 });
+  // A process of the job (it holds the key) whose hello is damaged.
+  const stranger = new zmq.Dealer({ linger: 0, ...clientOptions(KEY) });
   t.teardown(() => stranger.close());
   stranger.connect(service.endpoint);
   for (const junk of [Buffer.from([0xc1]), Buffer.from([0xc0])]) {
@@ -146,5 +150,32 @@ test("a hello that does not decode is answered and skipped: the rendezvous goes 
     t.like(unpack(answer as Buffer), { t: "error" });
   }
   const hello = { rank: 0, endpoint: `ipc://${dir}/r0`, pid: process.pid, host: "here" };
-  t.deepEqual(await joinRendezvous(service.endpoint, hello, 5000), [`ipc://${dir}/r0`]);
+  t.deepEqual(await joinRendezvous(service.endpoint, KEY, hello, 5000), [`ipc://${dir}/r0`]);
+});
+
+test("a process without the job's key cannot reach the rendezvous: no answer, and the real ranks join", async (t) => {
+  const dir = freshDir();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const service = await serveRendezvous(1, `ipc://${dir}/rv`, KEY);
+  t.teardown(() => service.close());
+  const failed = new Promise<string>((resolve) => {
+    const watch = async (s: zmq.Dealer) => {
+      for await (const event of s.events) if (event.type.startsWith("handshake:error")) resolve(event.type);
+    };
+    // One with no CURVE at all, one with a key pair of its own, and one that guessed the public key's place.
+    const plain = new zmq.Dealer({ linger: 0 });
+    const other = makeJobKey();
+    const forged = new zmq.Dealer({ linger: 0, ...clientOptions(other) });
+    for (const s of [plain, forged]) {
+      t.teardown(() => s.close());
+      s.connect(service.endpoint);
+      void s.send(Buffer.from("hello")).catch(() => {});
+      void watch(s).catch(() => {});
+    }
+  });
+  // The forged client's handshake fails (the service cannot open its box): an event, not a timeout.
+  t.regex(await failed, /^handshake:error/);
+  const hello = { rank: 0, endpoint: `ipc://${dir}/r0`, pid: process.pid, host: "here" };
+  t.deepEqual(await joinRendezvous(service.endpoint, KEY, hello, 5000), [`ipc://${dir}/r0`]);
+  t.is((await service.complete).length, 1);
 });
