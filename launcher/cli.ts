@@ -3,6 +3,8 @@ import { totalmem } from "node:os";
 import {
   addressFacing,
   ENV,
+  formatJobKey,
+  makeJobKey,
   DISTRIBUTED_COMBINATIONS,
   INITIATION_STRATEGIES,
   PARTNER_POLICIES,
@@ -40,6 +42,8 @@ Run dynamic, irregular parallel programs on many Node.js processes joined by Zer
 Commands:
   launch [options] <app> [args...]   start N ranks of an app (see workpool launch --help)
   compare [options] <app> [args...]  run an app under several pool strategies and compare them
+  keygen                             print a new job key, for WORKPOOL_KEY when ranks are started
+                                     by mpirun or srun (docs/hosts.md)
 
 Options:
   -h, --help      show this help
@@ -311,6 +315,10 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case "launch":
         return await launch(rest);
+      case "keygen":
+        if (rest.length > 0) throw new UsageError("keygen takes no arguments");
+        process.stdout.write(`${formatJobKey(makeJobKey())}\n`);
+        return 0;
       case "compare": {
         // Loaded only for this command: `workpool launch` starts faster without it.
         const { parseCompareArgs, runCompare } = await import("./compare.ts");
