@@ -25,7 +25,7 @@ const TIMEOUT_MS = 120_000;
 
 const program = (name: string) => fileURLToPath(new URL(`./programs/${name}`, import.meta.url));
 
-interface System {
+export interface System {
   readonly name: string;
   readonly controller: Controller;
   readonly children: Child[];
@@ -47,26 +47,35 @@ const newSystem = (name: string, controller: Controller, children: Child[]): Sys
   cpu: { rtt: [], big: [], small: [] },
 });
 
-async function startWorkpool(dir: string): Promise<System> {
+/** Two ranks of `workpool launch -n 2` (plus `launchArgs`, e.g. hosts) running comm-ranks.ts. */
+export async function startWorkpool(dir: string, launchArgs: readonly string[] = []): Promise<System> {
   const controller = await Controller.bind(`ipc://${dir}/control-workpool`);
   const child = start(
-    "workpool launch -n 2 comm-ranks.ts",
+    `workpool launch -n 2 ${launchArgs.join(" ")} comm-ranks.ts`,
     process.execPath,
-    [WORKPOOL_BIN, "launch", "-n", "2", "--no-prefix", program("comm-ranks.ts"), controller.endpoint],
+    [WORKPOOL_BIN, "launch", "-n", "2", ...launchArgs, "--no-prefix", program("comm-ranks.ts"), controller.endpoint],
     { timeoutMs: TIMEOUT_MS },
   );
   return newSystem("workpool", controller, [child]);
 }
 
-/** Two plain node processes, started like ranks (same loader) but joined only by their own sockets. */
-async function startRaw(dir: string): Promise<System> {
+/**
+ * Two plain node processes, started like ranks (same loader) but joined only by their own sockets, bound at
+ * `endpoints` (default: ipc in `dir`); `via(rank)` is a command prefix that starts rank `rank` (an agent).
+ */
+export async function startRaw(
+  dir: string,
+  endpoints: readonly string[] = [`ipc://${dir}/raw0`, `ipc://${dir}/raw1`],
+  via: (rank: number) => readonly string[] = () => [],
+): Promise<System> {
   const controller = await Controller.bind(`ipc://${dir}/control-raw`);
-  const endpoints = [`ipc://${dir}/raw0`, `ipc://${dir}/raw1`];
-  const children = [0, 1].map((rank) =>
-    start(
+  const children = [0, 1].map((rank) => {
+    const [command, ...prefix] = [...via(rank), process.execPath] as unknown as [string, ...string[]];
+    return start(
       `raw-zmq.ts rank ${rank}`,
-      process.execPath,
+      command,
       [
+        ...prefix,
         "--import",
         TS_LOADER,
         program("raw-zmq.ts"),
@@ -76,8 +85,8 @@ async function startRaw(dir: string): Promise<System> {
         ...(rank === 0 ? [controller.endpoint] : []),
       ],
       { timeoutMs: TIMEOUT_MS },
-    ),
-  );
+    );
+  });
   return newSystem("raw zeromq", controller, children);
 }
 
@@ -118,11 +127,31 @@ interface Figure {
   readonly min?: number;
 }
 
-function report(wp: System, raw: System): { rows: string[][]; misses: number } {
+/** The targets, as ratios workpool / raw: a round trip at most `rtt` times, streams at least `big`/`small` times. */
+export interface CommTargets {
+  readonly rtt: number;
+  readonly big: number;
+  readonly small: number;
+}
+
+/** The comm suite's own targets (ipc, one host). */
+const IPC_TARGETS: CommTargets = { rtt: 1.2, big: 0.8, small: 3 };
+
+function report(wp: System, raw: System, targets: CommTargets): { rows: string[][]; misses: number } {
   const figures: Figure[] = [
-    { name: `round trip ${PING.bytes} B, median µs`, workpool: median(wp.rtt), raw: median(raw.rtt), max: 1.2 },
-    { name: `stream ${BIG.bytes / 1024} KiB msgs, MB/s`, workpool: median(wp.big), raw: median(raw.big), min: 0.8 },
-    { name: `stream ${SMALL.bytes} B msgs, msg/s`, workpool: median(wp.small), raw: median(raw.small), min: 3 },
+    { name: `round trip ${PING.bytes} B, median µs`, workpool: median(wp.rtt), raw: median(raw.rtt), max: targets.rtt },
+    {
+      name: `stream ${BIG.bytes / 1024} KiB msgs, MB/s`,
+      workpool: median(wp.big),
+      raw: median(raw.big),
+      min: targets.big,
+    },
+    {
+      name: `stream ${SMALL.bytes} B msgs, msg/s`,
+      workpool: median(wp.small),
+      raw: median(raw.small),
+      min: targets.small,
+    },
   ];
   const rows: string[][] = [["figure", "workpool", "raw zeromq", "ratio", "target", "result"]];
   let misses = 0;
@@ -157,47 +186,66 @@ export const suite: Suite = {
         "# streams are timed from the first send to the receiver's ack, and reported as medians over rounds.\n",
     );
     const dir = mkdtempSync(join(tmpdir(), "wp-bench-"));
-    const systems: System[] = [];
     try {
-      systems.push(await startRaw(dir), await startWorkpool(dir));
-      await Promise.all(systems.map((s) => s.controller.ready(s.children[0] as Child)));
-      const phases: CommCommand[] = [
-        { op: "ping", ...PING },
-        { op: "stream", ...BIG },
-        { op: "stream", ...SMALL },
-      ];
-      for (let round = 0; round <= ROUNDS; round++) {
-        const order = round % 2 === 0 ? systems : [...systems].reverse();
-        for (const phase of phases) for (const s of order) await runPhase(s, phase, round > 0);
-      }
-      for (const s of systems) await s.controller.command({ op: "quit" });
-      await Promise.all(systems.flatMap((s) => s.children.map((c) => c.exited)));
+      return await measure(
+        () => startRaw(dir),
+        () => startWorkpool(dir),
+        IPC_TARGETS,
+      );
     } finally {
-      for (const s of systems) {
-        s.controller.close();
-        for (const c of s.children) c.kill();
-      }
       rmSync(dir, { recursive: true, force: true });
     }
-    const [raw, wp] = systems as [System, System];
-    const { rows, misses } = report(wp, raw);
-    process.stdout.write(`${formatTable(rows)}\n`);
-    process.stdout.write(
-      `# round trip p99 µs: workpool ${fmt(quantile(wp.rtt, 0.99))}, raw ${fmt(quantile(raw.rtt, 0.99))}; ` +
-        `spread over rounds: 64 KiB MB/s workpool ${range(wp.big)}, raw ${range(raw.big)}; ` +
-        `64 B msg/s workpool ${range(wp.small)}, raw ${range(raw.small)}\n`,
-    );
-    const cpuRows = [
-      ["CPU time of both processes, µs", "workpool", "raw zeromq", "ratio"],
-      ...(
-        [
-          ["per round trip", median(wp.cpu.rtt), median(raw.cpu.rtt)],
-          [`per ${BIG.bytes / 1024} KiB message`, median(wp.cpu.big), median(raw.cpu.big)],
-          [`per ${SMALL.bytes} B message`, median(wp.cpu.small), median(raw.cpu.small)],
-        ] as const
-      ).map(([name, w, r]) => [name, fmt(w), fmt(r), `${(w / r).toFixed(2)}x`]),
-    ];
-    process.stdout.write(`\n${formatTable(cpuRows)}\n`);
-    return { targets: rows.length - 1, misses };
   },
 };
+
+/**
+ * Starts both systems (the raw pair, then workpool's), runs ROUNDS rounds of every phase on them alternately,
+ * stops them, and prints the figures against `targets` and the CPU table.
+ */
+export async function measure(
+  startRawPair: () => Promise<System>,
+  startWorkpoolPair: () => Promise<System>,
+  targets: CommTargets,
+): Promise<{ targets: number; misses: number }> {
+  const systems: System[] = [];
+  try {
+    systems.push(await startRawPair(), await startWorkpoolPair());
+    await Promise.all(systems.map((s) => s.controller.ready(s.children[0] as Child)));
+    const phases: CommCommand[] = [
+      { op: "ping", ...PING },
+      { op: "stream", ...BIG },
+      { op: "stream", ...SMALL },
+    ];
+    for (let round = 0; round <= ROUNDS; round++) {
+      const order = round % 2 === 0 ? systems : [...systems].reverse();
+      for (const phase of phases) for (const s of order) await runPhase(s, phase, round > 0);
+    }
+    for (const s of systems) await s.controller.command({ op: "quit" });
+    await Promise.all(systems.flatMap((s) => s.children.map((c) => c.exited)));
+  } finally {
+    for (const s of systems) {
+      s.controller.close();
+      for (const c of s.children) c.kill();
+    }
+  }
+  const [raw, wp] = systems as [System, System];
+  const { rows, misses } = report(wp, raw, targets);
+  process.stdout.write(`${formatTable(rows)}\n`);
+  process.stdout.write(
+    `# round trip p99 µs: workpool ${fmt(quantile(wp.rtt, 0.99))}, raw ${fmt(quantile(raw.rtt, 0.99))}; ` +
+      `spread over rounds: 64 KiB MB/s workpool ${range(wp.big)}, raw ${range(raw.big)}; ` +
+      `64 B msg/s workpool ${range(wp.small)}, raw ${range(raw.small)}\n`,
+  );
+  const cpuRows = [
+    ["CPU time of both processes, µs", "workpool", "raw zeromq", "ratio"],
+    ...(
+      [
+        ["per round trip", median(wp.cpu.rtt), median(raw.cpu.rtt)],
+        [`per ${BIG.bytes / 1024} KiB message`, median(wp.cpu.big), median(raw.cpu.big)],
+        [`per ${SMALL.bytes} B message`, median(wp.cpu.small), median(raw.cpu.small)],
+      ] as const
+    ).map(([name, w, r]) => [name, fmt(w), fmt(r), `${(w / r).toFixed(2)}x`]),
+  ];
+  process.stdout.write(`\n${formatTable(cpuRows)}\n`);
+  return { targets: rows.length - 1, misses };
+}

@@ -203,18 +203,19 @@ export class Controller {
     await this.answer();
   }
 
-  async command(command: { op: string }): Promise<unknown> {
-    await this.socket.send(JSON.stringify(command));
-    return this.answer();
+  /** Sends `command` and waits for the answer; rejects if the program exits first (a PAIR send to a peer that is gone waits for ever, so the send is in the race too). */
+  command(command: { op: string }): Promise<unknown> {
+    return this.answer(this.socket.send(JSON.stringify(command)));
   }
 
-  private answer(): Promise<unknown> {
+  private answer(sent: Promise<void> = Promise.resolve()): Promise<unknown> {
     const child = this.child;
     if (!child) throw new Error("Controller: no program attached");
     const failed = child.exited.then(() => {
       throw new Error(`${child.label}: exited without answering`);
     });
-    return Promise.race([this.socket.receive().then(([m]) => JSON.parse(String(m)) as unknown), failed]);
+    const answered = sent.then(() => this.socket.receive()).then(([m]) => JSON.parse(String(m)) as unknown);
+    return Promise.race([answered, failed]);
   }
 
   close(): void {

@@ -11,6 +11,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   apps: async () => (await import("./apps.ts")).suite,
   trees: async () => (await import("./trees.ts")).suite,
   startup: async () => (await import("./startup.ts")).suite,
+  hosts: async () => (await import("./hosts.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

@@ -139,7 +139,8 @@ export function splitCommand(line: string, option: string): string[] {
     const c = line[i] as string;
     if (quote !== undefined) {
       if (c === quote) quote = undefined;
-      else if (c === "\\" && quote === '"' && i + 1 < line.length) word += line[++i] as string;
+      // In double quotes a backslash escapes only \ " $ and `; before any other character it stays.
+      else if (c === "\\" && quote === '"' && '\\"$`'.includes(line[i + 1] ?? "-")) word += line[++i] as string;
       else word += c;
     } else if (c === "'" || c === '"') {
       quote = c;

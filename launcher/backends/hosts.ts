@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { constants } from "node:os";
 import type { Writable } from "node:stream";
-import { tcpControlAddress } from "../../lib/internal.ts";
+import { ENV, tcpControlAddress } from "../../lib/internal.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 import { isLocalHost } from "../hosts.ts";
 import { LocalLauncher } from "./local.ts";
@@ -15,7 +15,8 @@ import { LocalLauncher } from "./local.ts";
  * (TERM, INT, HUP, KILL: how the launcher signals a rank over ssh, which forwards none), and the end of input
  * (the launcher, or its connection to this host, is gone, even by SIGKILL) brings the rank down: SIGTERM,
  * then SIGKILL two seconds later. So whatever the rank is doing, even blocked in a task, it is gone. The
- * wrapper exits with the rank's status (128 + N for signal N).
+ * wrapper exits with the rank's status (128 + N for signal N). Its `wait` is silenced: the shell would otherwise
+ * print its own report of a rank ended by a signal (`Terminated`, `Killed`) as if it were the rank's output.
  */
 const WRAPPER = `
 IFS= read -r boot || { echo "workpool: host $(hostname): no job description on standard input" >&2; exit 97; }
@@ -36,7 +37,7 @@ rank=$!
 ) >/dev/null 2>&1 &
 watch=$!
 exec 3<&-
-wait "$rank"
+wait "$rank" 2>/dev/null
 status=$?
 kill "$watch" 2>/dev/null
 exit "$status"
@@ -100,12 +101,15 @@ export class HostsLauncher implements RankLauncher {
       process.execPath,
       ...argv,
     ];
-    // Only the job's variables (and -x ones) travel: the rank has its host's own environment otherwise.
+    // Only the job's variables (and -x ones) travel: the rank has its host's own environment otherwise. An agent
+    // that passes its environment on (not ssh) must not hand the rank the launcher's WORKPOOL_HOST, the launcher's
+    // own address: the rank would try to bind it on its host.
     const boot = `${JSON.stringify(env)}\n`;
+    const { [ENV.host]: _launcherHost, ...agentEnv } = process.env;
     const started = this.local.spawn(
       agent,
       [...agentArgs, host, ...(this.quote ? command.map(shellQuote) : command)],
-      process.env,
+      agentEnv,
       boot,
     );
     return remote(started.rank, started.stdin as Writable);

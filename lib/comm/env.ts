@@ -13,7 +13,10 @@ export const ENV = {
   size: "WORKPOOL_SIZE",
   /** The job's id. */
   job: "WORKPOOL_JOB",
-  /** ZeroMQ endpoint of the rendezvous service. */
+  /**
+   * ZeroMQ endpoint of the rendezvous service. Under mpirun or Slurm (lib/comm/foreign.ts) a user may set it,
+   * `tcp://HOST:PORT`: rank 0 serves the rendezvous there (HOST must be rank 0's) and the others connect to it.
+   */
   rendezvous: "WORKPOOL_RENDEZVOUS",
   /** `ipc` or `tcp`: how ranks reach each other. */
   transport: "WORKPOOL_TRANSPORT",
@@ -30,8 +33,17 @@ export const ENV = {
    * rendezvous host (lib/comm/address.ts), so 127.0.0.1 for a job on one host.
    */
   host: "WORKPOOL_HOST",
-  /** How long connect() waits to reach the rendezvous, in ms; default 10000 (then 300 s for the others). */
+  /**
+   * How long connect() waits to reach the rendezvous, in ms; default 10000 (then 300 s for the others). Under
+   * mpirun or Slurm, also how long a rank waits for rank 0's rendezvous file (default 60 s there).
+   */
   connectTimeoutMs: "WORKPOOL_CONNECT_TIMEOUT_MS",
+  /**
+   * Under mpirun or Slurm without a rendezvous address (lib/comm/foreign.ts): the folder, shared by every rank,
+   * where rank 0 leaves the rendezvous file; default the system's temporary folder when every rank runs on one
+   * host, else the current folder.
+   */
+  rendezvousDir: "WORKPOOL_RENDEZVOUS_DIR",
   /** How often a rank checks whether its app ended without close() (lib/comm/router.ts), in ms; default 1000. */
   idleCheckMs: "WORKPOOL_IDLE_CHECK_MS",
   /** How often a rank sends the launcher a heartbeat over its control channel, in ms; 0 or unset: never. */
@@ -125,6 +137,9 @@ export function envMs(name: string, fallback: number, zero = false, env: NodeJS.
   return n;
 }
 
+/** The most ranks a job may have. */
+export const MAX_SIZE = 1 << 20;
+
 export type TransportKind = "ipc" | "tcp";
 
 export interface JobEnv {
@@ -144,7 +159,11 @@ export interface JobEnv {
   readonly key: JobKey | undefined;
 }
 
-function int(name: string, raw: string, min: number, max: number): number {
+/**
+ * The integer in `raw`, the value of environment variable `name`; BootstrapError naming the variable and the
+ * value unless it is a whole number in min..max.
+ */
+export function envInteger(name: string, raw: string, min: number, max: number): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) {
     throw new BootstrapError(
@@ -169,8 +188,8 @@ export function readJobEnv(env: NodeJS.ProcessEnv = process.env): JobEnv {
       key: undefined,
     };
   }
-  const size = int(ENV.size, sizeRaw, 1, 1 << 20);
-  const rank = int(ENV.rank, env[ENV.rank] ?? "", 0, size - 1);
+  const size = envInteger(ENV.size, sizeRaw, 1, MAX_SIZE);
+  const rank = envInteger(ENV.rank, env[ENV.rank] ?? "", 0, size - 1);
   const transport = env[ENV.transport] ?? "ipc";
   if (transport !== "ipc" && transport !== "tcp") {
     throw new BootstrapError(

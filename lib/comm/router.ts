@@ -5,6 +5,7 @@ import type { CollectiveChannel } from "./collectives.ts";
 import * as coll from "./collectives.ts";
 import { ANY, Matcher } from "./matcher.ts";
 import type { Transport } from "./transport.ts";
+import { appZmqWaiting } from "./zmq-activity.ts";
 
 /**
  * Message contexts are u32 numbers, like MPI communicator contexts: traffic in one never matches receives in
@@ -221,7 +222,8 @@ export class Router {
   /**
    * An app that never calls close() would otherwise hang for ever: the open sockets keep the process alive
    * after its last statement. Every IDLE_CHECK_MS (an unref'd timer, which keeps nothing alive) this looks
-   * for anything still to happen: a receive or collective waiting, a pool run, or any resource keeping the
+   * for anything still to happen: a receive or collective waiting, a pool run, a send or receive on a ZeroMQ
+   * socket of the app's (zmq-activity.ts: Node does not list those), or any resource keeping the
    * event loop alive beyond what it was at start (stdio pipes), such as a timer, a socket or a child process
    * of the app's. Twice in a row nothing: the app is done but did not close, or waits on a promise nothing
    * can settle. The rank says so and exits 1, so the launcher names it and brings the job down.
@@ -234,7 +236,7 @@ export class Router {
         clearInterval(timer);
         return;
       }
-      let waiting = this.holds;
+      let waiting = this.holds + appZmqWaiting();
       for (const m of this.matchers.values()) waiting += m.waiting;
       if (waiting > 0 || beyond(resourceCounts(), baseline)) {
         strikes = 0;
@@ -270,7 +272,8 @@ export class Router {
       // A failed process cannot take part in close's collective: it only closes its sockets.
       if (this.failureCause) return;
       // What every rank sent to every other, summed: the messages on their way here are the difference.
-      const sent = await coll.allreduce(this.closeChannel(), [...this.sentTo], "sum");
+      const channel = this.closeChannel();
+      const sent = await coll.allreduce(channel, [...this.sentTo], "sum");
       const expected = sent[this.rank] ?? 0;
       if (this.received < expected && !this.failureCause) {
         await new Promise<void>((resolve, reject) => {
@@ -278,6 +281,10 @@ export class Router {
           this.onFailure(reject);
         });
       }
+      // Once every rank has everything sent to it, nothing this rank sent is still queued in its sockets: it
+      // exits at once, instead of lingering while ZeroMQ delivers what a slower peer (encrypting, or busy) has
+      // not taken yet.
+      await coll.barrier(channel);
     } finally {
       await transport.close();
     }

@@ -1,6 +1,7 @@
 import * as zmq from "zeromq";
 import { HEADER_BYTES } from "./codec.ts";
 import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
+import { ownSocket } from "./zmq-activity.ts";
 
 /**
  * The wire: one PULL inbox per rank, and one PUSH socket per peer this rank sends to (connected lazily,
@@ -77,6 +78,7 @@ export class Transport {
     onError: (e: Error) => void,
   ): Promise<Transport> {
     const inbox = new zmq.Pull({ receiveHighWaterMark: 0, linger: 0, ...serverOptions(key) });
+    ownSocket(inbox);
     await inbox.bind(address);
     const t = new Transport(inbox, inbox.lastEndpoint ?? address, key);
     t.receiveLoop(onFrame, onError);
@@ -127,6 +129,7 @@ export class Transport {
         immediate: false,
         ...clientOptions(this.key),
       });
+      ownSocket(socket);
       socket.connect(endpoint);
       box = {
         socket,

@@ -5,6 +5,7 @@ import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
 import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
 import { ENV, type JobEnv, readJobEnv } from "./env.ts";
+import { detectForeignLaunch, meetForeignJob } from "./foreign.ts";
 import type { JobKey } from "./keys.ts";
 import { ANY, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
@@ -471,33 +472,38 @@ export function connect(): Promise<World> {
 }
 
 async function join(): Promise<World> {
-  const env = readJobEnv();
+  // Started by mpirun or srun rather than `workpool launch`: this process's rank 0 serves the rendezvous.
+  const launch = detectForeignLaunch();
+  const meeting = launch && launch.size > 1 ? await meetForeignJob(launch) : undefined;
+  const env = meeting?.env ?? readJobEnv();
   // The job's key is this process's to use, not its children's: a process the app starts is no rank.
   delete process.env[ENV.key];
   const world = new World(env);
   if (env.size === 1 && !env.rendezvous) return world;
   const rendezvous = env.rendezvous as string;
   const key = env.key as JobKey;
-  const timeoutMs = connectTimeoutMs();
-  const address =
-    env.transport === "ipc"
-      ? `ipc://${env.ipcDir}/r${env.rank}`
-      : tcpEndpoint(env.host ?? (await addressFacing(tcpHost(rendezvous) ?? "127.0.0.1")), "*");
-  const transport = await Transport.bind(address, key, world.onFrame, (e) => world.fail(e));
-  let endpoints: string[];
+  let transport: Transport | undefined;
   try {
-    endpoints = await joinRendezvous(
+    const timeoutMs = connectTimeoutMs();
+    const address =
+      env.transport === "ipc"
+        ? `ipc://${env.ipcDir}/r${env.rank}`
+        : tcpEndpoint(env.host ?? (await addressFacing(tcpHost(rendezvous) ?? "127.0.0.1")), "*");
+    transport = await Transport.bind(address, key, world.onFrame, (e) => world.fail(e));
+    const endpoints = await joinRendezvous(
       rendezvous,
       key,
       { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
       timeoutMs,
     );
+    transport.setPeers(endpoints);
   } catch (e) {
-    // Its bound inbox would keep the process alive, though an app that catches this has no world to use.
-    await transport.close();
+    // Its bound inbox would keep the process alive, though an app that catches this has no world to use; so
+    // would the rendezvous that rank 0 serves under mpirun or srun.
+    await transport?.close();
+    meeting?.abandon();
     throw e;
   }
-  transport.setPeers(endpoints);
   world.attach(transport);
   if (env.size > 1) {
     // close() is collective: a rank that ends without it would leave the others waiting there for good, so
