@@ -292,7 +292,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
 function lastWords(r: Rank): string | undefined {
   const full = r.lastError ?? r.lastStderr;
   const first = full?.split("\n").find((l) => l.trim() !== "");
-  return first !== undefined && first !== full?.trim() ? `${first.trim()} (...)` : first;
+  // (ssh ends its lines with \r\n: compare trimmed, or a one-line message would look cut.)
+  return first !== undefined && first.trim() !== full?.trim() ? `${first.trim()} (...)` : first?.trim();
 }
 
 /**

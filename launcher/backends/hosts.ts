@@ -122,17 +122,20 @@ export class HostsLauncher implements RankLauncher {
 
 /**
  * A remote rank as the job sees it: signals travel as lines on the agent's standard input (the wrapper sends
- * them on to the rank), and a status 128 + N after the launcher sent signal N is reported as that signal.
+ * them on to the rank), and a status 128 + N (how the wrapper reports a rank ended by signal N) is reported as that
+ * signal, as for a local rank (an app that exits 128 + N itself on a remote host reads the same).
  * After SIGKILL the input is closed too, and if the agent is still there GRACE_MS later (a host gone silent),
  * the agent's own process group is killed: the rank's wrapper then sees its input end and kills the rank.
  */
 function remote(rank: RankProcess, stdin: Writable): RankProcess {
-  let sent: NodeJS.Signals | undefined;
   let exited = false;
   const exit = rank.exit.then((e): RankExit => {
     exited = true;
-    if (sent !== undefined && e.signal === null && e.code === 128 + (constants.signals[sent] ?? 0)) {
-      return { code: null, signal: sent, error: e.error };
+    // The wrapper exits 128 + N when signal N ended the rank (as a shell reports it): the launcher's own, or
+    // one from anything else on that host (the OOM killer, a user's kill).
+    if (e.signal === null && e.code !== null && e.code > 128 && e.code < 128 + 65) {
+      const signal = signalName(e.code - 128);
+      if (signal !== undefined) return { code: null, signal, error: e.error };
     }
     return e;
   });
@@ -142,7 +145,6 @@ function remote(rank: RankProcess, stdin: Writable): RankProcess {
     exit,
     signal: (signal) => {
       if (exited) return;
-      sent = signal;
       const name = signal.replace(/^SIG/, "");
       if (!stdin.destroyed && stdin.writable) stdin.write(`${name}\n`);
       if (signal === "SIGKILL") {
@@ -156,6 +158,11 @@ function remote(rank: RankProcess, stdin: Writable): RankProcess {
 }
 
 const GRACE_MS = 2000;
+
+/** The name of signal number `n`, if it is one. */
+function signalName(n: number): NodeJS.Signals | undefined {
+  return (Object.keys(constants.signals) as NodeJS.Signals[]).find((name) => constants.signals[name] === n);
+}
 
 /** `word` quoted for a POSIX shell. */
 export function shellQuote(word: string): string {
