@@ -127,6 +127,8 @@ Options:
                       chart, per-rank timelines on one time scale
       --trace-dir DIR keep each configuration's first-run trace (Chrome Trace Event Format) in DIR
       --timeout S     per-run timeout (also for each baseline run)
+      --hostfile FILE, -H LIST, --agent CMD, --oversubscribe, -x VAR[=VALUE]
+                      run every configuration on these hosts, as workpool launch does
   -h, --help          show this help
 `;
 

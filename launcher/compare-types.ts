@@ -13,6 +13,8 @@ export interface CompareOptions {
   /** A shell command line run as the sequential reference (`--baseline "CMD"`). */
   readonly baseline: string | undefined;
   readonly app: string;
+  /** Host options passed to every `workpool launch` as given (--hostfile, -H, --agent, --oversubscribe, -x). */
+  readonly launchArgs: readonly string[];
   readonly args: readonly string[];
 }
 

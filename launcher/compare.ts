@@ -122,7 +122,18 @@ function runToEnd(
 }
 
 function launchOnce(opts: CompareOptions, np: number, spec: string, statsFile: string, trace: string | undefined) {
-  const args = [BIN, "launch", "-n", String(np), "--pool", spec, "--quiet", "--stats-json", statsFile];
+  const args = [
+    BIN,
+    "launch",
+    ...opts.launchArgs,
+    "-n",
+    String(np),
+    "--pool",
+    spec,
+    "--quiet",
+    "--stats-json",
+    statsFile,
+  ];
   if (trace) args.push("--trace", trace);
   if (opts.timeoutSeconds) args.push("--timeout", String(opts.timeoutSeconds));
   args.push(opts.app, ...opts.args);
@@ -362,6 +373,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
   let traceDir: string | undefined;
   let timeoutSeconds: number | undefined;
   let baseline: string | undefined;
+  const launchArgs: string[] = [];
   const opts = new OptionReader(argv);
   for (let flag = opts.next(); flag !== undefined; flag = opts.next()) {
     switch (flag) {
@@ -393,6 +405,16 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
         ignore.push(key);
         break;
       }
+      case "--hostfile":
+      case "-H":
+      case "--host":
+      case "--agent":
+      case "-x":
+        launchArgs.push(flag, opts.value(flag));
+        break;
+      case "--oversubscribe":
+        launchArgs.push(flag);
+        break;
       case "--baseline":
         baseline = opts.value(flag);
         if (baseline.trim() === "") throw new UsageError("option --baseline needs a command; got an empty string");
@@ -421,6 +443,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
     timeoutSeconds,
     ignore,
     baseline,
+    launchArgs,
     app: resolveApp(app),
     args,
   };

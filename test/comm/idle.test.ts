@@ -1,5 +1,6 @@
 // An app that never calls close() is told so and its job ends within seconds, instead of hanging for ever;
-// an app that still waits for something (a timer, a receive, a pool run) is left alone.
+// an app that still waits for something (a timer, a receive, a pool run, a ZeroMQ socket of its own) is left
+// alone.
 import test from "ava";
 import { fixture, linesOf, run } from "../helpers/run.ts";
 
@@ -19,7 +20,7 @@ for (const n of [1, 3]) {
   });
 }
 
-for (const which of ["timer", "recv", "pool"]) {
+for (const which of ["timer", "recv", "pool", "zmq"]) {
   test(`waiting is not idle: ${which}`, async (t) => {
     const r = await run(["-n", "3", "--timeout", "60", APP, which], FAST);
     t.is(r.code, 0, r.stderr);
