@@ -462,9 +462,9 @@ export class World implements AsyncDisposable {
 let joined: Promise<World> | undefined;
 
 /**
- * Joins the job this process was started in by `workpool launch` (or another launcher that sets the
- * WORKPOOL_* variables). Run without a launcher, it returns a world of size 1. Calling it again returns the
- * same world.
+ * Joins the job this process was started in: by `workpool launch` (on this host or several), or directly by
+ * Open MPI's `mpirun` or Slurm's `srun` (lib/comm/foreign.ts reads their variables; docs/hosts.md). Run without
+ * a launcher, it returns a world of size 1. Calling it again returns the same world.
  */
 export function connect(): Promise<World> {
   joined ??= join();
