@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { canMakeHosts, makeHosts, type TestHosts } from "../test/helpers/hosts.ts";
 import { type CommTargets, measure, startRaw, startWorkpool } from "./comm.ts";
-import { BenchUsageError, fmt, formatTable, ROOT, scorecard, type Suite, start, WORKPOOL_BIN } from "./harness.ts";
+import { fmt, formatTable, ROOT, scorecard, type Suite, start, WORKPOOL_BIN } from "./harness.ts";
 
 /**
  * The hosts suite: workpool across hosts, each host a Linux network namespace on a bridge, made by this run
@@ -72,9 +72,6 @@ async function uts(hosts: TestHosts, counts: readonly number[]): Promise<number>
 export const suite: Suite = {
   name: "hosts",
   description: "across network-namespace hosts: CURVE TCP against raw zeromq TCP, UTS on 2 hosts, 64-rank start-up",
-  check(args) {
-    if (args.length > 0) throw new BenchUsageError(`the hosts suite takes no options; got ${args.join(" ")}`);
-  },
   async run() {
     const why = await canMakeHosts();
     if (why !== undefined) {

@@ -8,7 +8,7 @@ import { ROOT, startNode } from "../helpers/run.ts";
 const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "bench", "index.ts"), ...args]).result;
 
 const refusals: [args: string[], message: RegExp][] = [
-  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup$/],
+  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts$/],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
   [["apps", "--graph", "no/such/file.gr"], /^bench: apps: --graph no\/such\/file\.gr: no such file$/],
