@@ -113,12 +113,12 @@ export function placeRanks(hosts: readonly HostSlots[], np: number, oversubscrib
 }
 
 /**
- * True when `name` is this machine: `localhost`, its host name (short or full), or one of its own interface
- * addresses. Ranks placed there are started as local child processes, without the agent.
+ * True when `name` is this machine: `localhost`, a loopback address (127.0.0.0/8, as Debian's 127.0.1.1 for
+ * the host's own name), its host name (short or full), or one of its own interface addresses. Ranks placed there are started as local child processes, without the agent.
  */
 export function isLocalHost(name: string): boolean {
   const bare = name.replace(/^\[(.*)\]$/, "$1").toLowerCase();
-  if (bare === "localhost" || bare === "127.0.0.1" || bare === "::1") return true;
+  if (bare === "localhost" || bare === "::1" || /^127\.\d+\.\d+\.\d+$/.test(bare)) return true;
   const me = hostname().toLowerCase();
   if (bare === me || bare === me.split(".")[0]) return true;
   for (const list of Object.values(networkInterfaces())) {
