@@ -18,8 +18,8 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import type { ImplementationFn, TestFn } from "ava";
 import { until } from "./pids.ts";
+import { runProgram } from "./program.ts";
 import { ROOT, type RunResult } from "./run.ts";
 
 /** Absolute path of the agent that runs a program on a test host: `netns-agent.sh HOST PROGRAM ARGS...`. */
@@ -90,24 +90,9 @@ interface Layout {
   readonly bridgeAddress: string;
 }
 
-/** Runs `file args...` to the end, with `input` (or nothing) as its stdin; resolves whatever its exit status. */
-export function runCommand(file: string, args: readonly string[], input?: string): Promise<RunResult> {
-  return new Promise<RunResult>((resolve, reject) => {
-    const child = spawn(file, args, { stdio: "pipe" });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    child.on("error", reject);
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-    child.stdin.on("error", () => undefined); // a program that does not read its input may close it first
-    child.stdin.end(input);
-  });
-}
-
 /** Runs `ip args...` (with `input` as its batch of commands, if given); rejects with its stderr if it fails. */
 async function ip(args: readonly string[], input?: string): Promise<string> {
-  const result = await runCommand("ip", args, input);
+  const result = await runProgram(["ip", ...args], { input });
   if (result.code !== 0) {
     throw new Error(`ip ${args.join(" ")} failed (${result.code ?? result.signal}): ${result.stderr.trim()}`);
   }
@@ -316,7 +301,7 @@ async function claim(count: number, subnet: string | undefined): Promise<Layout>
     }
     const layout = layoutOf(prefix, count);
     const bridge = ["link", "add", layout.bridge, "address", macOf(layout.bridgeAddress), "type", "bridge"];
-    const made = await runCommand("ip", [...bridge, "stp_state", "0", "forward_delay", "0"]);
+    const made = await runProgram(["ip", ...bridge, "stp_state", "0", "forward_delay", "0"]);
     if (made.code === 0) return layout;
     if (subnet !== undefined || !/exists/i.test(made.stderr)) {
       throw new Error(`cannot make bridge ${layout.bridge} for ${prefix}.0/24: ${made.stderr.trim()}`);
@@ -347,7 +332,7 @@ export async function makeHosts(count: number, options: MakeHostsOptions = {}): 
   const removeAsync = async (): Promise<void> => {
     unregister();
     const killed = await until(() => killAll(made) === 0);
-    await runCommand("ip", ["-force", "-batch", "-"], deletions(layout, made));
+    await runProgram(["ip", "-force", "-batch", "-"], { input: deletions(layout, made) });
     const left = leftovers(layout, made);
     if (!killed || left.length > 0) {
       throw new Error(`test hosts not fully removed: ${[...left, ...(killed ? [] : ["processes"])].join(", ")}`);
@@ -366,7 +351,7 @@ export async function makeHosts(count: number, options: MakeHostsOptions = {}): 
     ...layout,
     agent: NETNS_AGENT,
     pids: (host) => pidsIn(host.ns),
-    exec: (host, argv) => runCommand("ip", ["netns", "exec", host.ns, ...argv]),
+    exec: (host, argv) => runProgram(["ip", "netns", "exec", host.ns, ...argv]),
     spawn: (host, argv) => spawn("ip", ["netns", "exec", host.ns, ...argv], { stdio: ["ignore", "pipe", "pipe"] }),
     isolate: async (host) => {
       await ip(["link", "set", host.veth, "down"]);
@@ -388,16 +373,16 @@ export async function canMakeHosts(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return "making network namespaces needs root";
   const probe = `wp-probe-${process.pid}-${randomInt(1 << 30)}`;
   try {
-    const added = await runCommand("ip", ["netns", "add", probe]);
+    const added = await runProgram(["ip", "netns", "add", probe]);
     if (added.code !== 0) return `\`ip netns add\` failed: ${added.stderr.trim()}`;
     const batch = "link add wpprobe type bridge\nlink add wpprobe0 type veth peer name wpprobe1\n";
-    const links = await runCommand("ip", ["-n", probe, "-batch", "-"], batch);
+    const links = await runProgram(["ip", "-n", probe, "-batch", "-"], { input: batch });
     if (links.code !== 0) return `cannot make a bridge and a veth pair: ${links.stderr.trim()}`;
     return undefined;
   } catch (e) {
     return `cannot run ip: ${(e as Error).message}`;
   } finally {
-    await runCommand("ip", ["netns", "del", probe]).catch(() => undefined);
+    await runProgram(["ip", "netns", "del", probe]).catch(() => undefined);
   }
 }
 
@@ -411,23 +396,6 @@ export async function canStartSshd(): Promise<string | undefined> {
     }
   }
   return undefined;
-}
-
-/**
- * The test function for tests that need test hosts (or sshd): ava's `test.serial` if `reason` (from canMakeHosts
- * or canStartSshd) is undefined. Otherwise each test is skipped with the reason in its title, except under
- * CI=true, where it fails with the reason, so that a CI machine that cannot run them does not pass silently.
- * (ava is passed in rather than imported, so that scripts outside ava can use the other helpers here.)
- */
-export function hostTest(
-  test: TestFn,
-  reason: string | undefined,
-): (title: string, implementation: ImplementationFn<[]>) => void {
-  if (reason === undefined) return (title, implementation) => test.serial(title, implementation);
-  if (process.env.CI === "true") {
-    return (title) => test.serial(title, (t) => t.fail(`cannot run multi-host tests: ${reason}`));
-  }
-  return (title, implementation) => test.serial.skip(`${title} (skipped: ${reason})`, implementation);
 }
 
 export interface Sshd {
@@ -446,7 +414,7 @@ export interface Sshd {
 
 /** Makes an ed25519 key pair without a passphrase at `path` and `path`.pub. */
 async function keygen(path: string): Promise<void> {
-  const result = await runCommand("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-C", "workpool-test", "-f", path]);
+  const result = await runProgram(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "workpool-test", "-f", path]);
   if (result.code !== 0) throw new Error(`ssh-keygen failed: ${result.stderr.trim()}`);
 }
 

@@ -1,15 +1,9 @@
 // Open MPI's mpirun as a launcher of plain Node.js programs on this machine, for the tests of running under
 // existing launchers. The programs never call MPI_Init: mpirun only starts them and sets their environment.
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
-import { ROOT, type RunResult } from "./run.ts";
-
-/**
- * Names of variables a launcher sets for its tasks. They are removed from the environment of a launcher we start,
- * so a test run inside a Slurm allocation or an mpirun job does not make mpirun or srun join that outer job.
- */
-const LAUNCHER_VARIABLE = /^(OMPI_|PMIX_|PMI_|SLURM_|WORKPOOL_)/;
+import { launcherFreeEnv } from "./program.ts";
 
 /**
  * Open MPI settings for mpirun on one machine in a container, passed as environment (mpirun gives them on to the
@@ -27,13 +21,6 @@ export const MPI_ENV: Readonly<Record<string, string>> = {
   /** PMIx keeps its job data in its own memory, not in shared-memory files locked across processes. */
   PMIX_MCA_gds: "hash",
 };
-
-/** Our environment without any launcher's task variables (see LAUNCHER_VARIABLE), plus `extra`. */
-export function launcherFreeEnv(extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(process.env)) if (!LAUNCHER_VARIABLE.test(k)) env[k] = v;
-  return { ...env, ...extra };
-}
 
 /** The environment to start `mpirunCommand(...)` with: launcher-free, plus MPI_ENV, plus `extra`. */
 export function mpiEnv(extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
@@ -73,30 +60,4 @@ export function mpiAvailable(): string | undefined {
   if (!/Open MPI/.test(version.stdout ?? ""))
     return `${mpirun} is not Open MPI's (--version printed ${JSON.stringify(version.stdout ?? version.error?.message)})`;
   return undefined;
-}
-
-export interface ProgramOptions {
-  /** The whole environment of the program. @default launcherFreeEnv() */
-  readonly env?: NodeJS.ProcessEnv;
-  /** @default the repository root */
-  readonly cwd?: string;
-}
-
-/** Runs `command[0] command[1...]` to the end, stdin closed, and collects its output. Rejects only if it cannot start. */
-export function runProgram(command: readonly string[], options: ProgramOptions = {}): Promise<RunResult> {
-  const [file, ...args] = command;
-  if (file === undefined) return Promise.reject(new Error("runProgram: empty command"));
-  const child = spawn(file, args, {
-    cwd: options.cwd ?? ROOT,
-    env: options.env ?? launcherFreeEnv(),
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let stdout = "";
-  let stderr = "";
-  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  return new Promise<RunResult>((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
 }

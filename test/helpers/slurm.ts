@@ -9,8 +9,9 @@ import { createServer, type Server } from "node:net";
 import { hostname, tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
-import { findProgram, launcherFreeEnv, runProgram } from "./mpi.ts";
+import { findProgram } from "./mpi.ts";
 import { waitUntilGone } from "./pids.ts";
+import { launcherFreeEnv, runProgram } from "./program.ts";
 import type { RunResult } from "./run.ts";
 
 /**

@@ -6,21 +6,15 @@ import { once } from "node:events";
 import { connect, createServer, type AddressInfo } from "node:net";
 import { createInterface } from "node:readline";
 import test, { type ExecutionContext } from "ava";
-import {
-  canMakeHosts,
-  canStartSshd,
-  hostTest,
-  makeHosts,
-  runCommand,
-  startSshd,
-  type TestHost,
-  type TestHosts,
-} from "../helpers/hosts.ts";
+import { canMakeHosts, canStartSshd, makeHosts, startSshd, type TestHost, type TestHosts } from "../helpers/hosts.ts";
+import { needs } from "../helpers/needs.ts";
+import { runProgram } from "../helpers/program.ts";
 import { linesOf } from "../helpers/run.ts";
+import { shared } from "../helpers/shared.ts";
 
 const hostsReason = await canMakeHosts();
-const withHosts = hostTest(test, hostsReason);
-const withSshd = hostTest(test, hostsReason ?? (await canStartSshd()));
+const withHosts = needs(test.serial, hostsReason);
+const withSshd = needs(test.serial, hostsReason ?? (await canStartSshd()));
 
 // How long a connection that must not happen is given. Silence can only be observed over some time; a
 // connection to a reachable host on this bridge takes well under a millisecond.
@@ -84,27 +78,18 @@ function linkNames(): string[] {
   return linesOf(execFileSync("ip", ["-o", "link"], { encoding: "utf8" })).map((l) => l.split(/[:@] ?/)[1] ?? "");
 }
 
-let shared: TestHosts | undefined;
-if (hostsReason === undefined) {
-  test.before(async () => {
-    shared = await makeHosts(3);
-  });
-  test.after.always(async () => {
-    await shared?.remove();
-  });
-}
-
-/** The hosts made for this file's tests. */
-function theHosts(): TestHosts {
-  if (shared === undefined) throw new Error("the hosts were not made");
-  return shared;
-}
+/** The hosts this file's tests share, made when the first of them asks. */
+const theHosts = shared(
+  test,
+  () => makeHosts(3),
+  (hosts) => hosts.remove(),
+);
 
 withHosts("every host runs node through the agent, with lo up and only its own address on eth0", async (t) => {
-  const hosts = theHosts();
+  const hosts = await theHosts();
   const script = "console.log(JSON.stringify(require('os').networkInterfaces()))";
   for (const host of hosts.hosts) {
-    const result = await runCommand(hosts.agent, [host.name, process.execPath, "-e", script]);
+    const result = await runProgram([hosts.agent, host.name, process.execPath, "-e", script]);
     t.is(result.code, 0, result.stderr);
     const interfaces = JSON.parse(result.stdout) as Record<string, { address: string; family: string }[]>;
     const ipv4 = (name: string) => (interfaces[name] ?? []).filter((a) => a.family === "IPv4").map((a) => a.address);
@@ -115,19 +100,19 @@ withHosts("every host runs node through the agent, with lo up and only its own a
 });
 
 withHosts("the agent passes the exit status through and refuses an unknown host with status 255", async (t) => {
-  const hosts = theHosts();
+  const hosts = await theHosts();
   const [host] = hosts.hosts as [TestHost];
-  const exit = await runCommand(hosts.agent, [host.name, process.execPath, "-e", "process.exit(7)"]);
+  const exit = await runProgram([hosts.agent, host.name, process.execPath, "-e", "process.exit(7)"]);
   t.is(exit.code, 7, exit.stderr);
   for (const unknown of ["10.255.255.254", "not-a-host", ""]) {
-    const result = await runCommand(hosts.agent, [unknown, "true"]);
+    const result = await runProgram([hosts.agent, unknown, "true"]);
     t.is(result.code, 255, unknown);
     t.regex(result.stderr, new RegExp(`unknown host ${unknown.replaceAll(".", "\\.")}`));
   }
 });
 
 withHosts("a server in one host is reachable from another host and from the root namespace", async (t) => {
-  const hosts = theHosts();
+  const hosts = await theHosts();
   const [a, b] = hosts.hosts as [TestHost, TestHost];
   const server = await startServer(t, hosts, a);
   t.true(hosts.pids(a).includes(server.pid), "the server runs in host A's namespace");
@@ -146,7 +131,7 @@ withHosts("a server in one host is reachable from another host and from the root
 });
 
 withHosts("an isolated host does not answer (connections hang); unisolate brings it back", async (t) => {
-  const hosts = theHosts();
+  const hosts = await theHosts();
   const [a, b] = hosts.hosts as [TestHost, TestHost];
   const server = await startServer(t, hosts, a);
   await hosts.isolate(a);
@@ -162,7 +147,7 @@ withHosts("an isolated host does not answer (connections hang); unisolate brings
 });
 
 withSshd("sshd in a host runs a remote node command as root with the test's key; stop() ends it", async (t) => {
-  const hosts = theHosts();
+  const hosts = await theHosts();
   const host = hosts.hosts[1] as TestHost;
   const sshd = await startSshd(hosts, host);
   t.teardown(() => sshd.stop());
@@ -171,7 +156,7 @@ withSshd("sshd in a host runs a remote node command as root with the test's key;
   const os = "require('os')";
   const fields = `execPath: process.execPath, user: ${os}.userInfo().username, interfaces: ${os}.networkInterfaces()`;
   const script = `console.log(JSON.stringify({ ${fields} }))`;
-  const ssh = await runCommand("ssh", [...sshd.sshOptions, host.address, "node", "-e", `"${script}"`]);
+  const ssh = await runProgram(["ssh", ...sshd.sshOptions, host.address, "node", "-e", `"${script}"`]);
   t.is(ssh.code, 0, ssh.stderr);
   const remote = JSON.parse(ssh.stdout) as {
     execPath: string;

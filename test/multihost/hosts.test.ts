@@ -1,85 +1,58 @@
 // Jobs across hosts: three test hosts made of network namespaces (test/helpers/hosts.ts), every rank started on
 // one of them by the netns agent while the launcher stays in the root namespace, so every rank is remote and
 // every connection of the job crosses the bridge. Skipped (failed under CI=true) where namespaces cannot be made.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { hostname, tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
-import test, { type ExecutionContext } from "ava";
+import test from "ava";
 import { dijkstra } from "../../apps/shortest-paths/dijkstra.ts";
 import { generateGraph } from "../../apps/shortest-paths/generate.ts";
 import { tally } from "../../apps/shortest-paths/summary.ts";
-import { canMakeHosts, hostTest, makeHosts, type TestHost, type TestHosts } from "../helpers/hosts.ts";
-import { until, waitUntilRemoved } from "../helpers/pids.ts";
-import { fixture, launch, linesOf, rank0, run, type RunResult } from "../helpers/run.ts";
+import { tempFolder } from "../helpers/folders.ts";
+import { canMakeHosts, makeHosts, type TestHost } from "../helpers/hosts.ts";
+import { finishes, nothingLeft, ok } from "../helpers/hosts-job.ts";
+import { needs } from "../helpers/needs.ts";
+import { waitUntilRemoved } from "../helpers/pids.ts";
+import { fixture, launch, linesOf, rank0, run } from "../helpers/run.ts";
+import { shared } from "../helpers/shared.ts";
 import { listeners, parseReady, parseResult, READY, running } from "../fixtures/hosts-job-check.ts";
 import { expectedTotal } from "../fixtures/hosts-values.ts";
 
-const reason = await canMakeHosts();
-const withHosts = hostTest(test, reason);
+const withHosts = needs(test.serial, await canMakeHosts());
 
 const JOB = fixture("hosts-job.ts");
 /** A graph for shortest-paths, small enough to solve in well under a second. */
 const GRAPH = "random:3000,12000";
 
-let shared: TestHosts | undefined;
-if (reason === undefined) {
-  test.before(async () => {
-    shared = await makeHosts(3);
-  });
-  test.after.always(async () => {
-    await shared?.remove();
-  });
-}
-
-/** The hosts made for this file's tests, as A, B, C. */
-function theHosts(): { hosts: TestHosts; a: TestHost; b: TestHost; c: TestHost } {
-  if (shared === undefined) throw new Error("the hosts were not made");
-  const [a, b, c] = shared.hosts as [TestHost, TestHost, TestHost];
-  return { hosts: shared, a, b, c };
-}
-
-/** `-H A:2,B:1,C:1 --agent <netns agent>`: ranks 0 and 1 on A, 2 on B, 3 on C. */
-function fourRanks(): string[] {
-  const { hosts, a, b, c } = theHosts();
-  return ["-H", `${a.name}:2,${b.name}:1,${c.name}:1`, "--agent", hosts.agent];
-}
-
-/** A new temporary folder, removed when the test ends. */
-function tempFolder(t: ExecutionContext): string {
-  const dir = mkdtempSync(join(tmpdir(), "wp-hosts-test-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-/** Which hosts still run processes: empty when every host is bare. */
-function busyHosts(hosts: TestHosts): string[] {
-  return hosts.hosts.filter((h) => hosts.pids(h).length > 0).map((h) => `${h.name}: ${hosts.pids(h).join(" ")}`);
-}
-
 /**
- * Waits until no process is left on any host. A rank's own helpers (tsx's esbuild service, which ends when its
- * input does) may outlive the rank by a moment, and nothing tells us when they go: this waits with a deadline.
+ * The hosts this file's tests share, made when the first of them asks, as A, B, C; and `fourRanks`,
+ * `-H A:2,B:1,C:1 --agent <netns agent>`: ranks 0 and 1 on A, 2 on B, 3 on C.
  */
-async function nothingLeft(t: ExecutionContext, hosts: TestHosts): Promise<void> {
-  await until(() => busyHosts(hosts).length === 0);
-  t.deepEqual(busyHosts(hosts), [], "no process is left on any host");
-}
+const theHosts = shared(
+  test,
+  async () => {
+    const hosts = await makeHosts(3);
+    const [a, b, c] = hosts.hosts as [TestHost, TestHost, TestHost];
+    const fourRanks = ["-H", `${a.name}:2,${b.name}:1,${c.name}:1`, "--agent", hosts.agent];
+    return { hosts, a, b, c, fourRanks };
+  },
+  ({ hosts }) => hosts.remove(),
+);
 
-function ok(t: ExecutionContext, r: RunResult): void {
-  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
+const TEMP = "wp-hosts-test-";
 
 withHosts(
   "4 ranks on 3 hosts: each runs on its host, binds its host's address, gets -x, and every message arrives",
   async (t) => {
-    const { hosts, a, b, c } = theHosts();
-    const go = join(tempFolder(t), "go");
-    const job = launch([...fourRanks(), "-x", "WP_TEST_X=to every host", JOB, go]);
+    const { hosts, a, b, c, fourRanks } = await theHosts();
+    const go = join(tempFolder(t, TEMP), "go");
+    const job = launch([...fourRanks, "-x", "WP_TEST_X=to every host", JOB, go]);
     const ready = parseReady(await job.lines(READY, 4));
     const placement = [a, a, b, c];
+    const addresses = placement.map((h) => [h.address]);
     t.deepEqual(
       ready.map((r) => r.addresses),
-      placement.map((h) => [h.address]),
+      addresses,
       "each rank saw its host's interfaces",
     );
     t.deepEqual(
@@ -94,22 +67,15 @@ withHosts(
       t.true(sockets.length > 0, `rank ${r.rank} listens`);
       t.deepEqual([...new Set(sockets.map((s) => s.address))], [host.address], `rank ${r.rank}'s listening sockets`);
     }
-    writeFileSync(go, "");
-    const r = await job.result;
-    ok(t, r);
-    t.is(r.stderr, "");
-    t.deepEqual(parseResult(r.stdout), {
-      total: expectedTotal(4),
-      addresses: placement.map((h) => [h.address]),
-    });
+    await finishes(t, job, go, addresses);
     await nothingLeft(t, hosts);
   },
 );
 
 withHosts("uts --verify --pool centralized --stats across hosts: exact counts, every rank in the table", async (t) => {
-  const { hosts } = theHosts();
+  const { hosts, fourRanks } = await theHosts();
   const r = await run([
-    ...fourRanks(),
+    ...fourRanks,
     "--pool",
     "centralized",
     "--stats",
@@ -144,10 +110,10 @@ withHosts("uts --verify --pool centralized --stats across hosts: exact counts, e
 });
 
 withHosts("uts --verify --pool distributed --trace across hosts: exact counts, events from every rank", async (t) => {
-  const { hosts } = theHosts();
-  const trace = join(tempFolder(t), "trace.json");
+  const { hosts, fourRanks } = await theHosts();
+  const trace = join(tempFolder(t, TEMP), "trace.json");
   const args = ["--pool", "distributed", "--trace", trace, "apps/uts", "--tree", "T3XXS", "--verify", "--json"];
-  const r = await run([...fourRanks(), ...args]);
+  const r = await run([...fourRanks, ...args]);
   ok(t, r);
   t.like(JSON.parse(rank0(r.stdout)[0] ?? "null"), {
     tree: "T3XXS",
@@ -169,9 +135,9 @@ withHosts("uts --verify --pool distributed --trace across hosts: exact counts, e
 });
 
 withHosts("shortest-paths --verify --pool distributed across hosts: Dijkstra's distances", async (t) => {
-  const { hosts } = theHosts();
+  const { hosts, fourRanks } = await theHosts();
   const args = ["--pool", "distributed", "apps/shortest-paths", "--generate", GRAPH, "--verify", "--json"];
-  const r = await run([...fourRanks(), ...args]);
+  const r = await run([...fourRanks, ...args]);
   ok(t, r);
   t.true(
     rank0(r.stderr).some((l) => /^shortest-paths: verified: all 3000 distances equal Dijkstra's/.test(l)),
@@ -189,8 +155,8 @@ withHosts(
   "--hostfile with comments, blank lines and slots: -n defaults to the slots, ranks fill hosts in order; " +
     "the launcher's WORKPOOL_HOST is its own",
   async (t) => {
-    const { hosts, a, b, c } = theHosts();
-    const file = join(tempFolder(t), "hosts");
+    const { hosts, a, b, c } = await theHosts();
+    const file = join(tempFolder(t, TEMP), "hosts");
     writeFileSync(
       file,
       [
@@ -217,8 +183,8 @@ withHosts(
 );
 
 withHosts("a remote rank killed by SIGKILL: the job fails naming the rank and its host; nothing is left", async (t) => {
-  const { hosts, c } = theHosts();
-  const job = launch([...fourRanks(), JOB, join(tempFolder(t), "never")]);
+  const { hosts, c, fourRanks } = await theHosts();
+  const job = launch([...fourRanks, JOB, join(tempFolder(t, TEMP), "never")]);
   const ready = parseReady(await job.lines(READY, 4));
   const victim = ready[3]?.pid as number;
   t.true(hosts.pids(c).includes(victim), "rank 3 runs on host C");
@@ -235,8 +201,8 @@ withHosts("a remote rank killed by SIGKILL: the job fails naming the rank and it
 });
 
 withHosts("the launcher killed by SIGKILL mid-job: every remote rank goes away", async (t) => {
-  const { hosts } = theHosts();
-  const job = launch([...fourRanks(), JOB, join(tempFolder(t), "never")]);
+  const { hosts, fourRanks } = await theHosts();
+  const job = launch([...fourRanks, JOB, join(tempFolder(t, TEMP), "never")]);
   const ready = parseReady(await job.lines(READY, 4));
   job.child.kill("SIGKILL");
   t.is((await job.result).signal, "SIGKILL");
@@ -249,8 +215,8 @@ withHosts("the launcher killed by SIGKILL mid-job: every remote rank goes away",
 withHosts(
   "a remote rank's uncaught error: status 1 and the one-line summary with the error, naming the host",
   async (t) => {
-    const { hosts, b } = theHosts();
-    const r = await run([...fourRanks(), fixture("throw.ts"), "2"]);
+    const { hosts, b, fourRanks } = await theHosts();
+    const r = await run([...fourRanks, fixture("throw.ts"), "2"]);
     t.is(r.code, 1, r.stderr);
     t.is(linesOf(r.stderr).at(-1), `workpool: rank 2 (host ${b.name}) failed (exit code 1): Error: boom on 2`);
     // Rank 2's stack, once, then the summary: the other ranks, stopped by the launcher, say nothing.
@@ -265,9 +231,10 @@ withHosts(
 );
 
 withHosts("a host the agent does not know (as ssh fails): a clear error naming the host, no hang", async (t) => {
-  const { hosts, a } = theHosts();
+  const { hosts, a } = await theHosts();
   const unknown = hosts.bridgeAddress.replace(/\.1$/, ".250");
-  const r = await run(["-H", `${a.name}:1,${unknown}:1`, "--agent", hosts.agent, JOB, join(tempFolder(t), "never")]);
+  const never = join(tempFolder(t, TEMP), "never");
+  const r = await run(["-H", `${a.name}:1,${unknown}:1`, "--agent", hosts.agent, JOB, never]);
   t.is(r.code, 255, r.stderr);
   t.is(
     linesOf(r.stderr).at(-1),
@@ -277,8 +244,8 @@ withHosts("a host the agent does not know (as ssh fails): a clear error naming t
 });
 
 withHosts("an app missing on the host (hidden there by a mount): the error names the host and the app", async (t) => {
-  const { hosts, a } = theHosts();
-  const dir = tempFolder(t);
+  const { hosts, a } = await theHosts();
+  const dir = tempFolder(t, TEMP);
   const app = join(dir, "app.mjs");
   writeFileSync(app, "console.log('never runs');\n");
   // The agent covers `dir` with an empty tmpfs, in a mount namespace of the rank's own, before it starts it.

@@ -3,48 +3,22 @@
 // and tell each its rank and the job's size. Each test prints (t.log) the launcher variables the tasks got, for
 // whoever writes the code that reads them. Skipped with the reason where a launcher is not installed; failed
 // instead under CI=true, so that a CI machine without them does not pass silently.
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import test, { type ExecutionContext, type ImplementationFn } from "ava";
-import { MPI_ENV, mpiAvailable, mpiEnv, mpirunCommand, runProgram } from "../helpers/mpi.ts";
+import test, { type ExecutionContext } from "ava";
+import { tempFolder } from "../helpers/folders.ts";
+import { MPI_ENV, mpiAvailable, mpiEnv, mpirunCommand } from "../helpers/mpi.ts";
+import { needs } from "../helpers/needs.ts";
+import { runProgram } from "../helpers/program.ts";
 import { linesOf } from "../helpers/run.ts";
-import { type Slurm, slurmAvailable, startSlurm } from "../helpers/slurm.ts";
+import { shared } from "../helpers/shared.ts";
+import { slurmAvailable, startSlurm } from "../helpers/slurm.ts";
 
-let scratch: string | undefined;
-/** A new folder for one probe, in this file's temporary folder (made on first use: ava runs no hooks if it skips all). */
-function probeFolder(): string {
-  scratch ??= mkdtempSync(join(tmpdir(), "wp-launchers-test-"));
-  return mkdtempSync(join(scratch, "probe-"));
-}
-test.after.always(() => {
-  if (scratch !== undefined) rmSync(scratch, { recursive: true, force: true });
-});
+const withMpi = needs(test, mpiAvailable());
+const withSlurm = needs(test, slurmAvailable());
 
-/**
- * The test function for tests that need a launcher: ava's `test` if `missing` (why the launcher cannot run here)
- * is undefined; otherwise each test is skipped with the reason in its title, or under CI=true fails with it.
- */
-function launcherTest(missing: string | undefined): (title: string, implementation: ImplementationFn<[]>) => void {
-  if (missing === undefined) return (title, implementation) => test(title, implementation);
-  if (process.env.CI === "true") {
-    return (title) => test(title, (t) => t.fail(`CI=true and ${missing}: .ci/run installs it`));
-  }
-  return (title, implementation) => test.skip(`${title} (skipped: ${missing})`, implementation);
-}
-
-const withMpi = launcherTest(mpiAvailable());
-const withSlurm = launcherTest(slurmAvailable());
-
-let started: Promise<Slurm> | undefined;
 /** The cluster the Slurm tests share, started when the first of them asks for it. */
-function slurm(): Promise<Slurm> {
-  return (started ??= startSlurm());
-}
-test.after.always(async () => {
-  const cluster = await started?.catch(() => undefined);
-  await cluster?.stop();
-});
+const slurm = shared(test, startSlurm, (cluster) => cluster.stop());
 
 /** Names of the variables a launcher may set for its tasks: Open MPI's, PMI's and PMIx's, Slurm's. */
 const LAUNCHER_VARIABLE = /^(OMPI_|PMI|SLURM)/;
@@ -59,9 +33,16 @@ const vars = Object.fromEntries(Object.entries(process.env).filter(([k]) => ${LA
 require("node:fs").writeFileSync(require("node:path").join(out, process.env[names[0]] + ".json"), JSON.stringify(vars));
 console.log(names.map((n) => process.env[n]).join(" "));`;
 
-/** The command that runs PROBE, writing into a new folder; `read(n)` returns what tasks 0..n-1 wrote there. */
-function probe(names: readonly string[]): { command: string[]; read(n: number): Record<string, string>[] } {
-  const out = probeFolder();
+interface Probe {
+  /** `node -e PROBE OUT NAME...`, OUT a new folder. */
+  readonly command: readonly string[];
+  /** What tasks 0..n-1 wrote to OUT. */
+  read(n: number): Record<string, string>[];
+}
+
+/** The command that runs PROBE for `names`, writing into a new folder removed when the test ends. */
+function probe(t: ExecutionContext, names: readonly string[]): Probe {
+  const out = tempFolder(t, "wp-launchers-test-");
   return {
     command: [process.execPath, "-e", PROBE, out, ...names],
     read: (n) => {
@@ -95,7 +76,7 @@ function logVariables(t: ExecutionContext, label: string, tasks: Record<string, 
 }
 
 withMpi("mpirun -n 4: OMPI_COMM_WORLD_RANK 0..3 once each, OMPI_COMM_WORLD_SIZE 4, nothing on stderr", async (t) => {
-  const p = probe(["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"]);
+  const p = probe(t, ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"]);
   const result = await runProgram(mpirunCommand(4, p.command), { env: mpiEnv() });
   t.is(result.code, 0, result.stderr);
   t.deepEqual(linesOf(result.stdout).sort(), ["0 4", "1 4", "2 4", "3 4"]);
@@ -105,7 +86,7 @@ withMpi("mpirun -n 4: OMPI_COMM_WORLD_RANK 0..3 once each, OMPI_COMM_WORLD_SIZE 
 
 withSlurm("srun -n 4: SLURM_PROCID 0..3 once each, SLURM_NTASKS 4, SLURM_STEP_NODELIST the node", async (t) => {
   const cluster = await slurm();
-  const p = probe(["SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NODELIST"]);
+  const p = probe(t, ["SLURM_PROCID", "SLURM_NTASKS", "SLURM_STEP_NODELIST"]);
   const result = await cluster.srun(["-n", "4", ...p.command]);
   t.is(result.code, 0, result.stderr);
   t.deepEqual(
@@ -129,7 +110,7 @@ for (const [mpi, rank] of [
 ] as const) {
   withSlurm(`srun --mpi=${mpi} -n 2: ${rank} is SLURM_PROCID`, async (t) => {
     const cluster = await slurm();
-    const p = probe(["SLURM_PROCID", rank]);
+    const p = probe(t, ["SLURM_PROCID", rank]);
     const result = await cluster.srun([`--mpi=${mpi}`, "-n", "2", ...p.command]);
     t.is(result.code, 0, result.stderr);
     t.deepEqual(linesOf(result.stdout).sort(), ["0 0", "1 1"]);

@@ -6,14 +6,16 @@
 // line, and the job folder is private. On one host over ipc, and across test hosts over TCP (skipped, or failed
 // under CI=true, where namespaces cannot be made).
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, statSync, writeFileSync } from "node:fs";
 import { connect as netConnect, type NetConnectOpts } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test, { type ExecutionContext } from "ava";
 import * as zmq from "zeromq";
 import { encodeMessage, pack } from "../../lib/comm/codec.ts";
-import { canMakeHosts, hostTest, makeHosts, type TestHost } from "../helpers/hosts.ts";
+import { tempFolder } from "../helpers/folders.ts";
+import { canMakeHosts, makeHosts, type TestHost } from "../helpers/hosts.ts";
+import { ok } from "../helpers/hosts-job.ts";
+import { needs } from "../helpers/needs.ts";
 import { fixture, launch, type Running } from "../helpers/run.ts";
 import {
   listeners,
@@ -26,7 +28,7 @@ import {
 } from "../fixtures/hosts-job-check.ts";
 import { expectedTotal, TAG } from "../fixtures/hosts-values.ts";
 
-const withHosts = hostTest(test, await canMakeHosts());
+const withHosts = needs(test.serial, await canMakeHosts());
 
 const JOB = fixture("hosts-job.ts");
 
@@ -123,22 +125,17 @@ async function attack(t: ExecutionContext, zmtpEndpoints: readonly string[], con
 async function finishes(t: ExecutionContext, job: Running, go: string, size: number, ready: readonly Ready[]) {
   writeFileSync(go, "");
   const r = await job.result;
-  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
+  ok(t, r);
   t.is(parseResult(r.stdout)?.total, expectedTotal(size));
   t.is(r.stderr, "", "no rank printed an error (a corrupt frame, a bad hello)");
   t.notRegex(r.stdout, /corrupt/i);
   t.is(ready.length, size);
 }
 
-/** A new temporary folder, removed when the test ends. */
-function tempFolder(t: ExecutionContext): string {
-  const dir = mkdtempSync(join(tmpdir(), "wp-security-test-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const TEMP = "wp-security-test-";
 
 test.serial("one host, ipc: garbage and keyless ZeroMQ peers at every socket of the job change nothing", async (t) => {
-  const go = join(tempFolder(t), "go");
+  const go = join(tempFolder(t, TEMP), "go");
   const job = launch(["-n", "3", "--transport", "ipc", JOB, go]);
   const ready = parseReady(await job.lines(READY, 3));
   const dir = ready[0]?.dir as string;
@@ -161,7 +158,7 @@ withHosts("across hosts, tcp: garbage and keyless ZeroMQ peers at every port of 
   const hosts = await makeHosts(2);
   t.teardown(() => hosts.remove());
   const [a, b] = hosts.hosts as [TestHost, TestHost];
-  const go = join(tempFolder(t), "go");
+  const go = join(tempFolder(t, TEMP), "go");
   const job = launch(["-H", `${a.name}:2,${b.name}:1`, "--agent", hosts.agent, JOB, go]);
   const ready = parseReady(await job.lines(READY, 3));
   t.is(statSync(ready[0]?.dir as string).mode & 0o777, 0o700, "the job folder is private");

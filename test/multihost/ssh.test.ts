@@ -1,35 +1,27 @@
 // Jobs whose ranks are started over real ssh: two test hosts run Debian's sshd (test/helpers/hosts.ts), the
 // launcher's agent is `ssh` with options that log in there, and a third host, isolated, does not answer.
 // Skipped (failed under CI=true) where namespaces cannot be made or sshd is not installed.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test, { type ExecutionContext } from "ava";
 import { shellQuote } from "../../launcher/backends/hosts.ts";
+import { tempFolder } from "../helpers/folders.ts";
 import {
   canMakeHosts,
   canStartSshd,
-  hostTest,
   makeHosts,
   type Sshd,
   startSshd,
   type TestHost,
   type TestHosts,
 } from "../helpers/hosts.ts";
-import { until } from "../helpers/pids.ts";
-import { fixture, launch, linesOf, rank0, run, type RunResult } from "../helpers/run.ts";
-import {
-  parseReady,
-  parseResult,
-  READY,
-  running,
-  secretsOf,
-  secretsOnCommandLines,
-} from "../fixtures/hosts-job-check.ts";
-import { expectedTotal } from "../fixtures/hosts-values.ts";
+import { finishes, nothingLeft, ok } from "../helpers/hosts-job.ts";
+import { needs } from "../helpers/needs.ts";
+import { fixture, launch, linesOf, rank0, run } from "../helpers/run.ts";
+import { shared } from "../helpers/shared.ts";
+import { parseReady, READY, running, secretsOf, secretsOnCommandLines } from "../fixtures/hosts-job-check.ts";
 
 const hostsReason = await canMakeHosts();
-const withSshd = hostTest(test, hostsReason ?? (await canStartSshd()));
+const withSshd = needs(test.serial, hostsReason ?? (await canStartSshd()));
 
 const JOB = fixture("hosts-job.ts");
 
@@ -66,60 +58,42 @@ function bothSshds(first: Sshd, second: Sshd): string[] {
   ];
 }
 
-let made: Promise<Setup> | undefined;
-let removeHosts: (() => Promise<void>) | undefined;
-/** The hosts and sshds this file's tests share, made by the first test that asks. */
-function setup(): Promise<Setup> {
-  made ??= (async () => {
-    const hosts = await makeHosts(3);
-    removeHosts = () => hosts.remove();
+/** Makes the hosts and starts sshd in A and B; if sshd fails, removes the hosts again. */
+async function setUp(): Promise<Setup> {
+  const hosts = await makeHosts(3);
+  try {
     const [a, b, c] = hosts.hosts as [TestHost, TestHost, TestHost];
     const sshds = [await startSshd(hosts, a), await startSshd(hosts, b)] as const;
     const words = ["ssh", ...bothSshds(...sshds), "-o", `ConnectTimeout=${CONNECT_TIMEOUT_S}`];
     return { hosts, a, b, c, sshds, agent: words.map(shellQuote).join(" ") };
-  })();
-  return made;
+  } catch (e) {
+    await hosts.remove();
+    throw e;
+  }
 }
-test.after.always(async () => {
-  const s = await made?.catch(() => undefined);
-  for (const sshd of s?.sshds ?? []) await sshd.stop();
-  await removeHosts?.();
-});
 
-/** Processes on the hosts other than their sshds, as `host: pids`; empty when no job left anything. */
-function leftovers(s: Setup): string[] {
-  const daemons = s.sshds.map((d) => d.pid);
-  return s.hosts.hosts
-    .map((h) => ({ h, pids: s.hosts.pids(h).filter((p) => !daemons.includes(p)) }))
-    .filter(({ pids }) => pids.length > 0)
-    .map(({ h, pids }) => `${h.name}: ${pids.join(" ")}`);
-}
+/** The hosts and sshds this file's tests share, made by the first test that asks. */
+const setup = shared(test, setUp, async (s) => {
+  for (const sshd of s.sshds) await sshd.stop();
+  await s.hosts.remove();
+});
 
 /**
  * Waits until the hosts run nothing but their sshds: sshd's session processes end a moment after the ssh client
- * that the launcher waited for, and nothing tells us when, so this waits with a deadline.
+ * that the launcher waited for.
  */
-async function nothingLeft(t: ExecutionContext, s: Setup): Promise<void> {
-  await until(() => leftovers(s).length === 0);
-  t.deepEqual(leftovers(s), [], "nothing but sshd is left on the hosts");
+function nothingButSshd(t: ExecutionContext, s: Setup): Promise<void> {
+  const sshds = s.sshds.map((d) => d.pid);
+  return nothingLeft(t, s.hosts, "nothing but sshd is left on the hosts", sshds);
 }
 
-function ok(t: ExecutionContext, r: RunResult): void {
-  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
-
-/** A new temporary folder, removed when the test ends. */
-function tempFolder(t: ExecutionContext): string {
-  const dir = mkdtempSync(join(tmpdir(), "wp-ssh-test-"));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
+const TEMP = "wp-ssh-test-";
 
 withSshd(
   "3 ranks over ssh on 2 hosts: each on its host, -x VAR carries the launcher's value, every message arrives",
   async (t) => {
     const s = await setup();
-    const go = join(tempFolder(t), "go");
+    const go = join(tempFolder(t, TEMP), "go");
     const job = launch(["-H", `${s.a.name}:2,${s.b.name}:1`, "--agent", s.agent, "-x", "WP_TEST_X", JOB, go], {
       WP_TEST_X: "from the launcher",
     });
@@ -136,15 +110,8 @@ withSshd(
     const secrets = secretsOf(ready[2]?.pid as number);
     t.is(secrets.key.length, 80);
     t.deepEqual(secretsOnCommandLines(secrets), []);
-    writeFileSync(go, "");
-    const r = await job.result;
-    ok(t, r);
-    t.is(r.stderr, "");
-    t.deepEqual(parseResult(r.stdout), {
-      total: expectedTotal(3),
-      addresses: [[s.a.address], [s.a.address], [s.b.address]],
-    });
-    await nothingLeft(t, s);
+    await finishes(t, job, go, [[s.a.address], [s.a.address], [s.b.address]]);
+    await nothingButSshd(t, s);
   },
 );
 
@@ -155,17 +122,18 @@ withSshd("uts --verify over ssh on 2 hosts: exact counts", async (t) => {
   ok(t, r);
   t.like(JSON.parse(rank0(r.stdout)[0] ?? "null"), { nodes: 16000, leaves: 12839, depth: 6, ranks: 4 });
   t.regex(r.stderr, /\[0\] uts: verified: 16000 nodes, 12839 leaves, depth 6, as the UTS C reference counts T1XXS/);
-  await nothingLeft(t, s);
+  await nothingButSshd(t, s);
 });
 
 withSshd("the launcher killed by SIGKILL: the ranks on the ssh hosts go away", async (t) => {
   const s = await setup();
-  const job = launch(["-H", `${s.a.name}:1,${s.b.name}:1`, "--agent", s.agent, JOB, join(tempFolder(t), "never")]);
+  const never = join(tempFolder(t, TEMP), "never");
+  const job = launch(["-H", `${s.a.name}:1,${s.b.name}:1`, "--agent", s.agent, JOB, never]);
   const ready = parseReady(await job.lines(READY, 2));
   t.true(s.hosts.pids(s.b).includes(ready[1]?.pid as number), "rank 1 runs on host B");
   job.child.kill("SIGKILL");
   t.is((await job.result).signal, "SIGKILL");
-  await nothingLeft(t, s);
+  await nothingButSshd(t, s);
   t.deepEqual(running(ready.map((r) => r.pid)), []);
 });
 
@@ -173,9 +141,10 @@ withSshd(
   "a host that does not answer ssh: one clear error naming it, soon after ConnectTimeout; nothing left",
   async (t) => {
     const s = await setup();
+    const never = join(tempFolder(t, TEMP), "never");
     await s.hosts.isolate(s.c);
     const started = Date.now();
-    const r = await run(["-H", `${s.a.name}:1,${s.c.name}:1`, "--agent", s.agent, JOB, join(tempFolder(t), "never")]);
+    const r = await run(["-H", `${s.a.name}:1,${s.c.name}:1`, "--agent", s.agent, JOB, never]);
     const seconds = (Date.now() - started) / 1000;
     t.log(`the job ended after ${seconds.toFixed(1)} s (ConnectTimeout=${CONNECT_TIMEOUT_S})`);
     t.is(r.code, 255, r.stderr);
@@ -183,6 +152,6 @@ withSshd(
     const summary = `workpool: rank 1 (host ${s.c.name}) failed (exit code 255): ssh: connect to host ${s.c.name} port 22: Connection timed out`;
     t.true([summary, `${summary} (...)`].includes(linesOf(r.stderr).at(-1) ?? ""), r.stderr);
     t.true(seconds < CONNECT_TIMEOUT_S + 20, "the launcher gave up with ssh, and did not hang");
-    await nothingLeft(t, s);
+    await nothingButSshd(t, s);
   },
 );
