@@ -87,6 +87,9 @@ Options:
       --agent CMD       how a rank starts on another host, called as CMD HOST PROGRAM ARGS...
                         (default "${DEFAULT_AGENT}"); localhost and this machine start locally
   -x VAR[=VALUE]        give every rank VAR (the launcher's value, or VALUE), on every host (repeatable)
+      --insecure        no CURVE on the job's connections: large messages go faster (no encryption),
+                        but any process that can reach an endpoint may join, send or read; only on hosts
+                        and a network you trust (docs/hosts.md)
       --node-arg ARG    pass ARG to node for every rank, before the app (repeatable), e.g.
                         --node-arg=--cpu-prof or --node-arg=--max-old-space-size=16384
       --no-prefix       do not prefix output lines with [rank]
@@ -183,6 +186,7 @@ async function launch(argv: string[]): Promise<number> {
   let np: number | undefined;
   let hosts: HostSlots[] | undefined;
   let oversubscribe = false;
+  let insecure = false;
   let agent = DEFAULT_AGENT;
   const forward: Record<string, string> = {};
   let prefix = true;
@@ -256,6 +260,9 @@ async function launch(argv: string[]): Promise<number> {
       case "--oversubscribe":
         oversubscribe = true;
         break;
+      case "--insecure":
+        insecure = true;
+        break;
       case "--agent":
         agent = opts.value(flag);
         break;
@@ -287,6 +294,7 @@ async function launch(argv: string[]): Promise<number> {
     app: appFile,
     args,
     forward,
+    insecure,
     backend: placement ? await hostsBackend(appFile, placement, agent) : undefined,
     prefix,
     timeoutSeconds,

@@ -17,6 +17,11 @@ export interface JobOptions {
   readonly np: number;
   readonly app: string;
   readonly args: readonly string[];
+  /**
+   * No CURVE: any process that can reach an endpoint may join, send or read (`--insecure`). Faster for large
+   * messages, for a network and hosts the user trusts. @default false
+   */
+  readonly insecure?: boolean;
   /** Variables every rank gets, on every host (`-x`). */
   readonly forward?: Readonly<Record<string, string>>;
   readonly prefix: boolean;
@@ -90,8 +95,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
   // Every connection of the job is authenticated with this key (lib/comm/keys.ts); it reaches the ranks in
-  // their environment (remote ones: on their standard input), never on a command line.
-  const key = makeJobKey();
+  // their environment (remote ones: on their standard input), never on a command line. None with --insecure.
+  const key = opts.insecure ? undefined : makeJobKey();
   const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
   // Ranks on other hosts meet over TCP at the launcher's address that faces them.
   const transport = backend.rendezvousHost !== undefined ? "tcp" : opts.transport;
@@ -162,7 +167,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     [ENV.job]: jobId,
     [ENV.rendezvous]: rendezvous.endpoint,
     [ENV.transport]: transport,
-    [ENV.key]: formatJobKey(key),
+    ...(key ? { [ENV.key]: formatJobKey(key) } : { [ENV.insecure]: "1" }),
     [ENV.ipcDir]: dir,
     [ENV.control]: control.address,
     [ENV.token]: token,

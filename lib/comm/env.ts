@@ -26,6 +26,8 @@ export const ENV = {
   pool: "WORKPOOL_POOL",
   /** The job's CURVE key pair (lib/comm/keys.ts), 80 characters; connect() removes it from the environment. */
   key: "WORKPOOL_KEY",
+  /** `1`: the job runs without CURVE and has no key (`workpool launch --insecure`). */
+  insecure: "WORKPOOL_INSECURE",
 
   // Settings a user may give in the launcher's environment; ranks inherit them.
   /**
@@ -81,6 +83,7 @@ export const JOB_VARIABLES: readonly string[] = [
   ENV.ipcDir,
   ENV.pool,
   ENV.key,
+  ENV.insecure,
   ENV.control,
   ENV.token,
   ENV.reportStats,
@@ -155,7 +158,10 @@ export interface JobEnv {
   readonly host: string | undefined;
   /** The launcher's `--pool SPEC`, unparsed. */
   readonly pool: string | undefined;
-  /** The job's key, which every connection of the job is authenticated with; absent for a world of one. */
+  /**
+   * The job's key, which every connection of the job is authenticated with; absent for a world of one, and for a
+   * job started without security (`--insecure`).
+   */
   readonly key: JobKey | undefined;
 }
 
@@ -205,10 +211,10 @@ export function readJobEnv(env: NodeJS.ProcessEnv = process.env): JobEnv {
     throw new BootstrapError(`environment variable ${ENV.ipcDir} is required with transport ipc`);
   }
   const keyText = env[ENV.key];
-  if (size > 1 && !keyText) {
+  if (size > 1 && !keyText && env[ENV.insecure] !== "1") {
     throw new BootstrapError(
       `environment variable ${ENV.key} is required when ${ENV.size} is ${size}: every connection of a job is ` +
-        "authenticated with the job's key (`workpool keygen` makes one)",
+        `authenticated with the job's key (\`workpool keygen\` makes one; ${ENV.insecure}=1 runs without one)`,
     );
   }
   return {

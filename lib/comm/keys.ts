@@ -58,12 +58,15 @@ export function checkCurve(): void {
   }
 }
 
-/** Socket options of a CURVE server holding the job's key (a rank's inbox, the rendezvous). */
-export function serverOptions(key: JobKey): { curveServer: true; curveSecretKey: string; curvePublicKey: string } {
-  return { curveServer: true, curveSecretKey: key.secretKey, curvePublicKey: key.publicKey };
+/**
+ * Socket options of a CURVE server holding the job's key (a rank's inbox, the rendezvous); none for a job
+ * started without security (`workpool launch --insecure`: no key).
+ */
+export function serverOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {
+  return key ? { curveServer: true, curveSecretKey: key.secretKey, curvePublicKey: key.publicKey } : {};
 }
 
-/** Socket options of a CURVE client of the job (a rank's connection to another, to the rendezvous). */
-export function clientOptions(key: JobKey): { curveServerKey: string; curvePublicKey: string; curveSecretKey: string } {
-  return { curveServerKey: key.publicKey, curvePublicKey: key.publicKey, curveSecretKey: key.secretKey };
+/** Socket options of a CURVE client of the job (a rank's connection to another, to the rendezvous); see above. */
+export function clientOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {
+  return key ? { curveServerKey: key.publicKey, curvePublicKey: key.publicKey, curveSecretKey: key.secretKey } : {};
 }

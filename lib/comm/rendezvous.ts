@@ -68,7 +68,11 @@ export interface RendezvousService {
 }
 
 /** Serves the rendezvous of a job of `size` ranks at `bindAddress`, to ranks that hold the job's `key`. */
-export async function serveRendezvous(size: number, bindAddress: string, key: JobKey): Promise<RendezvousService> {
+export async function serveRendezvous(
+  size: number,
+  bindAddress: string,
+  key: JobKey | undefined,
+): Promise<RendezvousService> {
   const router = new zmq.Router({ linger: 2000, ...serverOptions(key) });
   await router.bind(bindAddress);
   const endpoint = router.lastEndpoint ?? bindAddress;
@@ -139,7 +143,7 @@ export async function serveRendezvous(size: number, bindAddress: string, key: Jo
  */
 export async function joinRendezvous(
   address: string,
-  key: JobKey,
+  key: JobKey | undefined,
   hello: Omit<Hello, "t">,
   connectMs: number,
   joinMs = Math.max(JOIN_TIMEOUT_MS, connectMs),

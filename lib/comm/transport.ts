@@ -54,13 +54,13 @@ interface Outbox {
 export class Transport {
   readonly endpoint: string;
   private readonly inbox: zmq.Pull;
-  private readonly key: JobKey;
+  private readonly key: JobKey | undefined;
   private readonly outboxes = new Map<number, Outbox>();
   private endpoints: readonly string[] = [];
   private sendError: Error | undefined;
   private closed = false;
 
-  private constructor(inbox: zmq.Pull, endpoint: string, key: JobKey) {
+  private constructor(inbox: zmq.Pull, endpoint: string, key: JobKey | undefined) {
     this.inbox = inbox;
     this.endpoint = endpoint;
     this.key = key;
@@ -69,11 +69,11 @@ export class Transport {
   /**
    * Binds this rank's inbox. `onFrame` gets every received frame in arrival order: `onFrame(frame)` for a
    * frame, `onFrame(header, body)` for a message that travelled split. Every connection, both ways, is
-   * authenticated and encrypted with the job's `key` (keys.ts).
+   * authenticated and encrypted with the job's `key` (keys.ts); none without one (`--insecure`).
    */
   static async bind(
     address: string,
-    key: JobKey,
+    key: JobKey | undefined,
     onFrame: (frame: Buffer, body?: Buffer) => void,
     onError: (e: Error) => void,
   ): Promise<Transport> {

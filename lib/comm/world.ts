@@ -6,7 +6,7 @@ import * as coll from "./collectives.ts";
 import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
 import { ENV, type JobEnv, readJobEnv } from "./env.ts";
 import { detectForeignLaunch, meetForeignJob } from "./foreign.ts";
-import { checkCurve, type JobKey } from "./keys.ts";
+import { checkCurve } from "./keys.ts";
 import { ANY, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
 import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
@@ -481,8 +481,8 @@ async function join(): Promise<World> {
   const world = new World(env);
   if (env.size === 1 && !env.rendezvous) return world;
   const rendezvous = env.rendezvous as string;
-  const key = env.key as JobKey;
-  checkCurve();
+  const key = env.key;
+  if (key) checkCurve();
   let transport: Transport | undefined;
   try {
     const timeoutMs = connectTimeoutMs();

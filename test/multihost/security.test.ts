@@ -180,3 +180,17 @@ withHosts("across hosts, tcp: garbage and keyless ZeroMQ peers at every port of 
   await attack(t, [...inboxes, secrets.rendezvous], secrets.control);
   await finishes(t, job, go, 3, ready);
 });
+
+test.serial(
+  "--insecure gives that up: a keyless ZeroMQ peer gets a forged message in, and the job fails",
+  async (t) => {
+    const go = join(tempFolder(t, TEMP), "go");
+    const job = launch(["-n", "2", "--insecure", "--transport", "ipc", JOB, go]);
+    const ready = parseReady(await job.lines(READY, 2));
+    const inbox = `ipc://${join(ready[0]?.dir as string, "r0")}`;
+    t.is(await zmtp(new zmq.Push({ linger: 0 }), inbox, FORGED), "handshake");
+    writeFileSync(go, "");
+    const r = await job.result;
+    t.not(r.code, 0, r.stdout);
+  },
+);
