@@ -29,9 +29,9 @@ import { connectTimeoutMs, type RendezvousService, serveRendezvous } from "./ren
  *   WORKPOOL_RENDEZVOUS=tcp://HOST:PORT: rank 0 serves there (HOST must be its host), the others connect there.
  * - WORKPOOL_KEY set, in a Slurm step: the first host of SLURM_STEP_NODELIST (where task 0 runs), at port
  *   slurmRendezvousPort(SLURM_JOB_ID, SLURM_STEP_ID); 127.0.0.1 when the step has one node.
- * - Otherwise a file: rank 0 serves on a free port and writes the endpoint and the job's key (one it makes when
- *   WORKPOOL_KEY is unset) to a file named from the job id (meetingFileName) in a folder every rank sees; the
- *   others wait for it. Without WORKPOOL_KEY this is the only way to share a key, so it is taken even in a
+ * - Otherwise a file: rank 0 serves on a free port and writes the endpoint (and, when WORKPOOL_KEY is unset, the
+ *   key it makes for the job) to a file named from the job id (meetingFileName) in a folder every rank sees; the
+ *   others wait for it, and use their own WORKPOOL_KEY when they have one. Without WORKPOOL_KEY this is the only way to share a key, so it is taken even in a
  *   Slurm step or with WORKPOOL_RENDEZVOUS (with it, rank 0 still serves at that address, and the file says so).
  * Rank 0 serves on 127.0.0.1 when the launcher says every rank is on its host (OMPI_COMM_WORLD_LOCAL_SIZE equals
  * the size, or SLURM_STEP_NUM_NODES is 1), else on the address of its host the others reach
@@ -311,7 +311,11 @@ function slurmAddress(launch: ForeignLaunch, step: SlurmStep): KnownAddress {
 export interface MeetingFile {
   /** The rendezvous's ZeroMQ endpoint. */
   readonly endpoint: string;
-  readonly key: JobKey;
+  /**
+   * The job's key, when rank 0 made it (no WORKPOOL_KEY). With WORKPOOL_KEY set the file holds none: every rank
+   * uses its own, so a rank given another key cannot join.
+   */
+  readonly key?: JobKey;
   /** Rank 0's process and host: a waiting rank on that host skips a file whose writer is gone (a stale one). */
   readonly pid: number;
   readonly host: string;
@@ -346,7 +350,14 @@ export async function meetForeignJob(
       ? { endpoint: plan.connect, key: plan.key }
       : await waitForMeetingFile(plan.file, fileWaitMs(env), `rank ${launch.rank}`, plan.why);
   const endpoint = await ipv4Endpoint(found.endpoint, plan.way === "address" ? plan.serve.origin : plan.file);
-  return { env: foreignJobEnv(launch, env, endpoint, found.key), done: Promise.resolve(), abandon: () => {} };
+  const key = plan.key ?? found.key;
+  if (key === undefined) {
+    throw new BootstrapError(
+      `rank ${launch.rank}: the rendezvous file ${plan.way === "file" ? plan.file : ""} holds no key: rank 0 had ` +
+        `${ENV.key} set and this rank has not; give every rank the same ${ENV.key}`,
+    );
+  }
+  return { env: foreignJobEnv(launch, env, endpoint, key), done: Promise.resolve(), abandon: () => {} };
 }
 
 /** How long to wait for the rendezvous file: WORKPOOL_CONNECT_TIMEOUT_MS if set, else DEFAULT_FILE_WAIT_MS. */
@@ -392,7 +403,9 @@ async function serveMeeting(launch: ForeignLaunch, plan: MeetingPlan, env: NodeJ
   if (file) {
     process.once("exit", removeAtExit);
     try {
-      await writeMeetingFile(file, { endpoint: service.endpoint, key, pid: process.pid, host: hostname() });
+      // A key the user gave (WORKPOOL_KEY) every rank has already: it is not written anywhere.
+      const shared = plan.key ? {} : { key };
+      await writeMeetingFile(file, { endpoint: service.endpoint, ...shared, pid: process.pid, host: hostname() });
     } catch (e) {
       finish();
       throw e;
@@ -460,7 +473,7 @@ async function ipv4Endpoint(endpoint: string, origin: string): Promise<string> {
  */
 export async function writeMeetingFile(file: string, content: MeetingFile): Promise<void> {
   const temp = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  const text = JSON.stringify({ ...content, key: formatJobKey(content.key) });
+  const text = JSON.stringify({ ...content, key: content.key ? formatJobKey(content.key) : undefined });
   try {
     await writeFile(temp, text, { mode: 0o600, flag: "wx" });
     await chmod(temp, 0o600);
@@ -562,10 +575,12 @@ async function readMeetingFile(file: string): Promise<MeetingFile | undefined> {
   }
   const { endpoint, key, pid, host } = parsed ?? {};
   const validPid = typeof pid === "number" && Number.isInteger(pid) && pid > 0;
-  if (typeof endpoint !== "string" || typeof key !== "string" || !validPid || typeof host !== "string") {
-    throw new Error("not a rendezvous file (expected JSON with endpoint, key, pid and host)");
+  const keyOk = key === undefined || typeof key === "string";
+  if (typeof endpoint !== "string" || !keyOk || !validPid || typeof host !== "string") {
+    throw new Error("not a rendezvous file (expected JSON with endpoint, pid, host and maybe key)");
   }
-  return { endpoint, key: parseJobKey(key, `the key in ${file}`), pid: pid as number, host };
+  const parsedKey = typeof key === "string" ? parseJobKey(key, `the key in ${file}`) : undefined;
+  return { endpoint, ...(parsedKey ? { key: parsedKey } : {}), pid: pid as number, host };
 }
 
 /** Whether a process with this pid exists (one of another user's counts). */

@@ -6,7 +6,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -401,6 +401,21 @@ test("the file way: rank 0 serves and writes a 0600 file, three ranks read it, a
   t.deepEqual(tables, [endpoints, endpoints, endpoints, endpoints]);
   await rank0.done;
   t.deepEqual(readdirSync(dir), [], "the file (and no temporary one) is gone");
+});
+
+test("the file way with WORKPOOL_KEY: the file holds no key, and each rank keeps its own", async (t) => {
+  const dir = tempFolder(t);
+  const mine = makeJobKey();
+  const envs = fileJob(2, dir, { WORKPOOL_KEY: formatJobKey(KEY) });
+  const other = { ...(envs[1] as NodeJS.ProcessEnv), WORKPOOL_KEY: formatJobKey(mine) };
+  const waiting = meetForeignJob(launchOf(other), other);
+  const rank0 = await meetForeignJob(launchOf(envs[0] as NodeJS.ProcessEnv), envs[0]);
+  const file = join(dir, meetingFileName(rank0.env.job));
+  t.false(readFileSync(file, "utf8").includes(formatJobKey(KEY)), "the shared key is written nowhere");
+  t.deepEqual(rank0.env.key, KEY);
+  // A rank given another key keeps it: it cannot join rank 0's job (the rendezvous refuses its handshake).
+  t.deepEqual((await waiting).env.key, mine);
+  rank0.abandon();
 });
 
 test("ranks on several hosts: rank 0 serves on an address other hosts reach, and the ranks join there", async (t) => {
