@@ -85,7 +85,8 @@ Options:
   -H, --host LIST       hosts as HOST:SLOTS,... e.g. -H a:8,b:8 (a host without :SLOTS has one)
       --oversubscribe   allow more ranks than slots (the extra ones dealt round-robin)
       --agent CMD       how a rank starts on another host, called as CMD HOST PROGRAM ARGS...
-                        (default "${DEFAULT_AGENT}"); localhost and this machine start locally
+                        (default "${DEFAULT_AGENT}", replaced whole by CMD); localhost and
+                        this machine start locally
   -x VAR[=VALUE]        give every rank VAR (the launcher's value, or VALUE), on every host (repeatable)
       --insecure        no CURVE on the job's connections: large messages go faster (no encryption),
                         but any process that can reach an endpoint may join, send or read; only on hosts

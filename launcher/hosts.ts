@@ -6,6 +6,8 @@ import { UsageError } from "./usage-error.ts";
 export interface HostSlots {
   readonly name: string;
   readonly slots: number;
+  /** The most ranks `--oversubscribe` may put there (a hostfile's `max_slots=M`); no limit when absent. */
+  readonly maxSlots?: number;
 }
 
 const HOST_NAME = /^[A-Za-z0-9_.:[\]-]+$/;
@@ -13,8 +15,8 @@ const MAX_SLOTS = 1 << 16;
 
 /**
  * Reads a hostfile as OpenMPI writes them: one host a line, `HOST` or `HOST slots=N` (a host without slots takes
- * one), `#` starts a comment, blank lines are skipped, and a host named twice adds up its slots. `file` names
- * the file in errors.
+ * one), optionally `max_slots=M` (a cap for --oversubscribe, at least N), `#` starts a comment, blank lines are
+ * skipped, and a host named twice adds up its slots. `file` names the file in errors.
  */
 export function parseHostfile(text: string, file: string): HostSlots[] {
   const hosts: HostSlots[] = [];
@@ -24,13 +26,18 @@ export function parseHostfile(text: string, file: string): HostSlots[] {
     const where = `hostfile ${file}, line ${i + 1}`;
     const [name, ...rest] = line.split(/\s+/) as [string, ...string[]];
     checkName(name, where);
-    let slots = 1;
+    let slots: number | undefined;
+    let maxSlots: number | undefined;
     for (const word of rest) {
-      const m = /^(?:slots|max[-_]slots)=(\d+)$/.exec(word);
-      if (!m) throw new UsageError(`${where}: expected HOST slots=N; got ${JSON.stringify(line)}`);
-      slots = checkSlots(Number(m[1]), where);
+      const m = /^(slots|max[-_]slots)=(\d+)$/.exec(word);
+      if (!m) throw new UsageError(`${where}: expected HOST slots=N [max_slots=M]; got ${JSON.stringify(line)}`);
+      if (m[1] === "slots") slots = checkSlots(Number(m[2]), where);
+      else maxSlots = checkSlots(Number(m[2]), where);
     }
-    add(hosts, name, slots);
+    if (slots !== undefined && maxSlots !== undefined && maxSlots < slots) {
+      throw new UsageError(`${where}: max_slots=${maxSlots} is less than slots=${slots}`);
+    }
+    add(hosts, name, slots ?? 1, maxSlots);
   });
   if (hosts.length === 0) throw new UsageError(`hostfile ${file} names no host`);
   return hosts;
@@ -73,10 +80,17 @@ function checkSlots(n: number, where: string): number {
   return n;
 }
 
-function add(hosts: HostSlots[], name: string, slots: number): void {
+function add(hosts: HostSlots[], name: string, slots: number, maxSlots?: number): void {
   const i = hosts.findIndex((h) => h.name === name);
-  if (i < 0) hosts.push({ name, slots });
-  else hosts[i] = { name, slots: (hosts[i] as HostSlots).slots + slots };
+  const cap = (a: number | undefined, b: number | undefined) =>
+    a === undefined || b === undefined ? undefined : a + b;
+  if (i < 0) hosts.push(maxSlots === undefined ? { name, slots } : { name, slots, maxSlots });
+  else {
+    const before = hosts[i] as HostSlots;
+    const max = cap(before.maxSlots, maxSlots);
+    hosts[i] =
+      max === undefined ? { name, slots: before.slots + slots } : { name, slots: before.slots + slots, maxSlots: max };
+  }
 }
 
 /** The total of the hosts' slots: the number of ranks a job on them gets when -n is not given. */
@@ -104,12 +118,27 @@ export function placeRanks(hosts: readonly HostSlots[], np: number, oversubscrib
     counts[i] = n;
     left -= n;
   }
-  for (let i = 0; left > 0; i = (i + 1) % hosts.length, left--) counts[i] = (counts[i] as number) + 1;
+  const room = (i: number) => (counts[i] as number) < ((hosts[i] as HostSlots).maxSlots ?? Infinity);
+  if (left > 0 && !hosts.some((_, i) => room(i))) throw full(hosts, np);
+  for (let i = 0; left > 0; i = (i + 1) % hosts.length) {
+    if (!room(i)) {
+      if (!hosts.some((_, k) => room(k))) throw full(hosts, np);
+      continue;
+    }
+    counts[i] = (counts[i] as number) + 1;
+    left--;
+  }
   const placement: string[] = [];
   hosts.forEach((h, i) => {
     for (let k = 0; k < (counts[i] as number); k++) placement.push(h.name);
   });
   return placement;
+}
+
+/** The error for `np` ranks that do not fit even oversubscribed: every host is at its max_slots. */
+function full(hosts: readonly HostSlots[], np: number): UsageError {
+  const caps = hosts.map((h) => `${h.name}:${h.maxSlots ?? "unlimited"}`).join(",");
+  return new UsageError(`${np} ranks do not fit under the hosts' max_slots (${caps}), even with --oversubscribe`);
 }
 
 /**

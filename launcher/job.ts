@@ -215,9 +215,15 @@ export async function runJob(opts: JobOptions): Promise<number> {
           );
           if (!silent) return;
           const s = heartbeatMs / 1000;
-          stopReason =
-            `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
-            `stretch that long; --heartbeat SECONDS to change, 0 for none); stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
+          const stopping = `stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
+          // Never heard from at all: the rank did not start (a host that does not answer an agent without a
+          // connect timeout, a hung agent), which is not the same as a rank that stopped answering.
+          stopReason = silent.heard
+            ? `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
+              `stretch that long; --heartbeat SECONDS to change, 0 for none); ${stopping}`
+            : `workpool: ${where(silent.rank)} did not start within ${Math.max(heartbeatMs, HEARTBEAT_START_MS) / 1000} s ` +
+              `(never connected to the launcher: is its host reachable, and does the agent give up on one that is ` +
+              `not, as ssh -o ConnectTimeout=8 does?); ${stopping}`;
           exitStatus = 1;
           stopAll();
         }, beatMs)

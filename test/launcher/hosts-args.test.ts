@@ -27,7 +27,7 @@ function usageError(t: ExecutionContext, fn: () => unknown, message: string | Re
 
 // --- hostfiles ----------------------------------------------------------------------------------------------
 
-test("parseHostfile: hosts in order, slots=N (or one), comments and blank lines skipped, a host named twice adds up", (t) => {
+test("parseHostfile: hosts in order, slots=N (or one), max_slots=M a cap, comments and blank lines skipped, a host named twice adds up", (t) => {
   const text = [
     "# the cluster",
     "node1 slots=4",
@@ -44,17 +44,26 @@ test("parseHostfile: hosts in order, slots=N (or one), comments and blank lines 
     { name: "node1", slots: 6 },
     { name: "node2", slots: 1 },
     { name: "node3", slots: 2 },
-    { name: "10.0.0.7", slots: 3 },
-    { name: "[fe80::1]", slots: 1 },
+    { name: "10.0.0.7", slots: 1, maxSlots: 3 },
+    { name: "[fe80::1]", slots: 1, maxSlots: 1 },
     { name: "node4", slots: 1 },
   ]);
 });
 
 const BAD_HOSTFILES: readonly [string, string, string][] = [
-  ["a word that is not slots=N", "a\nb cpus=2\n", 'hostfile F, line 2: expected HOST slots=N; got "b cpus=2"'],
+  [
+    "a word that is not slots=N",
+    "a\nb cpus=2\n",
+    'hostfile F, line 2: expected HOST slots=N [max_slots=M]; got "b cpus=2"',
+  ],
+  ["max_slots below slots", "a slots=4 max_slots=2", "hostfile F, line 1: max_slots=2 is less than slots=4"],
   ["slots=0", "# x\n\na slots=0\n", "hostfile F, line 3: slots must be a whole number from 1 to 65536; got 0"],
   ["too many slots", "a slots=65537", "hostfile F, line 1: slots must be a whole number from 1 to 65536; got 65537"],
-  ["slots = N with blanks", "a slots = 2", 'hostfile F, line 1: expected HOST slots=N; got "a slots = 2"'],
+  [
+    "slots = N with blanks",
+    "a slots = 2",
+    'hostfile F, line 1: expected HOST slots=N [max_slots=M]; got "a slots = 2"',
+  ],
   ["a host name with a slash", "ok\nuser@host/x", 'hostfile F, line 2: "user@host/x" is not a host name'],
   ["only comments", "# nothing\n\n   # here\n", "hostfile F names no host"],
   ["an empty file", "", "hostfile F names no host"],
@@ -115,6 +124,24 @@ test("placeRanks with oversubscribe deals the ranks beyond the slots round-robin
   t.deepEqual(placeRanks(HOSTS, 7, true), ["a", "a", "a", "b", "c", "c", "c"]);
   t.deepEqual(placeRanks(HOSTS, 9, true), ["a", "a", "a", "b", "b", "c", "c", "c", "c"]);
   t.deepEqual(placeRanks(parseHostList("x"), 3, true), ["x", "x", "x"]);
+});
+
+test("max_slots=M caps what --oversubscribe puts on a host; it never adds slots", (t) => {
+  const hosts = parseHostfile("a slots=2 max_slots=3\nb max_slots=4\nc slots=1", "F");
+  t.deepEqual(hosts, [
+    { name: "a", slots: 2, maxSlots: 3 },
+    { name: "b", slots: 1, maxSlots: 4 },
+    { name: "c", slots: 1 },
+  ]);
+  usageError(t, () => placeRanks(hosts, 5, false), /^5 ranks do not fit in the 4 slots of a:2,b:1,c:1;/);
+  t.deepEqual(placeRanks(hosts, 7, true), ["a", "a", "a", "b", "b", "c", "c"]);
+  t.deepEqual(placeRanks(hosts, 10, true), ["a", "a", "a", "b", "b", "b", "b", "c", "c", "c"]);
+  const capped = parseHostfile("a slots=1 max_slots=2\nb slots=1 max_slots=1", "F");
+  usageError(
+    t,
+    () => placeRanks(capped, 4, true),
+    "4 ranks do not fit under the hosts' max_slots (a:2,b:1), even with --oversubscribe",
+  );
 });
 
 test("placeRanks refuses more ranks than slots without oversubscribe, saying what would help", (t) => {
@@ -240,7 +267,7 @@ test("a hostfile with a bad line: status 2, naming the file and the line", async
   const bad = file("bad-hosts", "# ok\nnode1 slots=2\nnode2 slots=many\n");
   t.is(
     await usage(t, ["--hostfile", bad, HELLO]),
-    `workpool: hostfile ${bad}, line 3: expected HOST slots=N; got "node2 slots=many"`,
+    `workpool: hostfile ${bad}, line 3: expected HOST slots=N [max_slots=M]; got "node2 slots=many"`,
   );
 });
 
