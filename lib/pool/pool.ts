@@ -1,3 +1,4 @@
+import { ENV } from "../comm/env.ts";
 import { World } from "../comm/world.ts";
 import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError } from "../errors.ts";
 import { REPORT, report } from "../runtime/report.ts";
@@ -277,6 +278,22 @@ declare module "../comm/world.ts" {
 // Pools sit on top of messaging: `world.pool()` is defined here, so lib/comm imports nothing from lib/pool.
 World.prototype.pool = function pool<T>(this: World, options?: PoolOptions): Pool<T> {
   this.checkOpen("pool");
-  const config = resolvePoolConfig(options, this.env.pool, this.size);
+  const config = resolvePoolConfig(options, checkedSpec(this.env.pool, this.size), this.size);
   return new Pool<T>(this, this.allocateContext(), config);
 };
+
+/**
+ * The default pool spec from the environment, checked on its own: `workpool launch` checks `--pool` before any
+ * rank starts, but under mpirun or srun WORKPOOL_POOL reaches the ranks unchecked, and an error in it must name
+ * the variable, not look like one in the app's own options.
+ */
+function checkedSpec(spec: string | undefined, size: number): string | undefined {
+  if (spec === undefined) return undefined;
+  try {
+    resolvePoolConfig(undefined, spec, size);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    throw new ConfigError(`environment variable ${ENV.pool}=${JSON.stringify(spec)}: ${e.message}`);
+  }
+  return spec;
+}

@@ -1,5 +1,5 @@
 import test from "ava";
-import { fixture, run } from "../helpers/run.ts";
+import { fixture, run, startNode } from "../helpers/run.ts";
 
 const SCENARIOS = fixture("pool-scenarios.ts");
 
@@ -181,3 +181,14 @@ for (const [pool, who] of [
     }
   });
 }
+
+test("a bad WORKPOOL_POOL reaching ranks unchecked (mpirun, srun, no launcher) is a ConfigError naming the variable", async (t) => {
+  const r = await startNode(["--import", "tsx", "--conditions=workpool-source", SCENARIOS, "config"], {
+    WORKPOOL_POOL: "centralised",
+  }).result;
+  t.is(r.code, 1);
+  t.regex(
+    r.stderr,
+    /ConfigError: environment variable WORKPOOL_POOL="centralised": pool option `mode` must be one of centralized, distributed; got `centralised`/,
+  );
+});
