@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import { parseControlAddress, tcpControlAddress } from "../lib/internal.ts";
+import { parseControlAddress, tcpEndpoint } from "../lib/internal.ts";
 
 /** One report a rank sent over its control channel (lib/runtime/control.ts): `t` is error, stats or progress. */
 export type ControlRecord = Readonly<Record<string, unknown>>;
@@ -51,8 +51,7 @@ export class ControlServer {
       if ("path" in target) server.listen(target.path, resolve);
       else server.listen(target.port, target.host, resolve);
     });
-    const address =
-      "path" in target ? opts.address : tcpControlAddress(target.host, (server.address() as AddressInfo).port);
+    const address = "path" in target ? opts.address : tcpEndpoint(target.host, (server.address() as AddressInfo).port);
     return new ControlServer(server, address, opts);
   }
 

@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { constants } from "node:os";
 import type { Writable } from "node:stream";
-import { ENV, tcpControlAddress } from "../../lib/internal.ts";
+import { ENV, tcpEndpoint } from "../../lib/internal.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 import { isLocalHost } from "../hosts.ts";
 import { LocalLauncher } from "./local.ts";
@@ -71,20 +71,22 @@ export class HostsLauncher implements RankLauncher {
   readonly rendezvousHost: string;
   private readonly local: LocalLauncher;
   private readonly quote: boolean;
+  private readonly remoteHosts: readonly (string | undefined)[];
 
   constructor(
     jobDir: string,
     private readonly opts: HostsOptions,
   ) {
     this.local = new LocalLauncher(jobDir);
-    this.controlAddress = tcpControlAddress(opts.listenHost, 0);
+    this.controlAddress = tcpEndpoint(opts.listenHost, 0);
+    // Which ranks are remote, worked out once (isLocalHost reads the machine's interfaces).
+    this.remoteHosts = opts.placement.map((host) => (isLocalHost(host) ? undefined : host));
     this.rendezvousHost = opts.listenHost;
     this.quote = basename(opts.agent[0] ?? "") === "ssh";
   }
 
   hostOf(rank: number): string | undefined {
-    const host = this.opts.placement[rank];
-    return host === undefined || isLocalHost(host) ? undefined : host;
+    return this.remoteHosts[rank];
   }
 
   start(rank: number, env: Readonly<Record<string, string>>, argv: readonly string[]): RankProcess {

@@ -138,8 +138,8 @@ export async function serveRendezvous(
 
 /**
  * Rank side: announce this rank's inbox and wait for the endpoint table. Rejects with BootstrapError naming
- * the address when no ZeroMQ connection to the rendezvous is made within `connectMs`, or the table does not
- * come within `joinMs` after that.
+ * the address when no ZeroMQ connection to the rendezvous is made within `connectMs` (with `remedy` added: what
+ * the user can do about it), or the table does not come within `joinMs` after that.
  */
 export async function joinRendezvous(
   address: string,
@@ -147,6 +147,7 @@ export async function joinRendezvous(
   hello: Omit<Hello, "t">,
   connectMs: number,
   joinMs = Math.max(JOIN_TIMEOUT_MS, connectMs),
+  remedy = "",
 ): Promise<string[]> {
   const dealer = new zmq.Dealer({ linger: 0, ...clientOptions(key) });
   const who = `rank ${hello.rank}`;
@@ -175,7 +176,8 @@ export async function joinRendezvous(
     if (reply === undefined) {
       throw new BootstrapError(
         `${who}: cannot reach the rendezvous at ${address}: no connection within ${connectMs} ms ` +
-          `(${ENV.connectTimeoutMs}); is the launcher that serves it still running, and can this host reach that address?`,
+          `(${ENV.connectTimeoutMs}); is the launcher that serves it still running, and can this host reach that address?` +
+          remedy,
       );
     }
     if (reply === CONNECTED) reply = await race(received, joinMs, () => undefined);

@@ -54,7 +54,8 @@ interface Outbox {
 export class Transport {
   readonly endpoint: string;
   private readonly inbox: zmq.Pull;
-  private readonly key: JobKey | undefined;
+  /** Socket options of this rank's connections to others: CURVE clients of the job's key, if it has one. */
+  private readonly clientOptions: ReturnType<typeof clientOptions>;
   private readonly outboxes = new Map<number, Outbox>();
   private endpoints: readonly string[] = [];
   private sendError: Error | undefined;
@@ -63,7 +64,7 @@ export class Transport {
   private constructor(inbox: zmq.Pull, endpoint: string, key: JobKey | undefined) {
     this.inbox = inbox;
     this.endpoint = endpoint;
-    this.key = key;
+    this.clientOptions = clientOptions(key);
   }
 
   /**
@@ -127,7 +128,7 @@ export class Transport {
         sendHighWaterMark: 0,
         linger: LINGER_MS,
         immediate: false,
-        ...clientOptions(this.key),
+        ...this.clientOptions,
       });
       ownSocket(socket);
       socket.connect(endpoint);

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { BootstrapError, ClosedError, describe, InvalidArgumentError, type RankFailedError } from "../errors.ts";
+import { ClosedError, describe, InvalidArgumentError, type RankFailedError } from "../errors.ts";
 import { encodeMessage, type ValueName } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
@@ -496,6 +496,12 @@ async function join(): Promise<World> {
       key,
       { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
       timeoutMs,
+      undefined,
+      // Under mpirun or srun, rank 0 chose the address it serves at; other hosts may not reach it.
+      meeting && env.rank !== 0
+        ? `. Under mpirun or srun, ${ENV.rendezvous}=tcp://HOST:PORT (HOST: an address of rank 0's host that ` +
+            "every host reaches) chooses where rank 0 serves"
+        : "",
     );
     transport.setPeers(endpoints);
   } catch (e) {
@@ -503,14 +509,6 @@ async function join(): Promise<World> {
     // would the rendezvous that rank 0 serves under mpirun or srun.
     await transport?.close();
     meeting?.abandon();
-    // Under mpirun or srun, rank 0 chose the address it serves at; other hosts may not reach it.
-    if (meeting && launch?.rank !== 0 && e instanceof BootstrapError && /cannot reach the rendezvous/.test(e.message)) {
-      throw new BootstrapError(
-        `${e.message}. Under mpirun or srun, ${ENV.rendezvous}=tcp://HOST:PORT (HOST: an address of rank 0's host ` +
-          "that every host reaches) chooses where rank 0 serves",
-        { cause: e },
-      );
-    }
     throw e;
   }
   world.attach(transport);

@@ -278,22 +278,28 @@ declare module "../comm/world.ts" {
 // Pools sit on top of messaging: `world.pool()` is defined here, so lib/comm imports nothing from lib/pool.
 World.prototype.pool = function pool<T>(this: World, options?: PoolOptions): Pool<T> {
   this.checkOpen("pool");
-  const config = resolvePoolConfig(options, checkedSpec(this.env.pool, this.size), this.size);
+  let config: PoolConfig;
+  try {
+    config = resolvePoolConfig(options, this.env.pool, this.size);
+  } catch (e) {
+    throw specError(e, this.env.pool, this.size);
+  }
   return new Pool<T>(this, this.allocateContext(), config);
 };
 
 /**
- * The default pool spec from the environment, checked on its own: `workpool launch` checks `--pool` before any
- * rank starts, but under mpirun or srun WORKPOOL_POOL reaches the ranks unchecked, and an error in it must name
- * the variable, not look like one in the app's own options.
+ * `workpool launch` checks `--pool` before any rank starts, but under mpirun or srun WORKPOOL_POOL reaches the
+ * ranks unchecked: when the spec alone is what fails, the error names the variable instead of looking like one
+ * in the app's own options. Any other error is returned as it is.
  */
-function checkedSpec(spec: string | undefined, size: number): string | undefined {
-  if (spec === undefined) return undefined;
+function specError(e: unknown, spec: string | undefined, size: number): unknown {
+  if (!(e instanceof ConfigError) || spec === undefined) return e;
   try {
     resolvePoolConfig(undefined, spec, size);
-  } catch (e) {
-    if (!(e instanceof ConfigError)) throw e;
-    throw new ConfigError(`environment variable ${ENV.pool}=${JSON.stringify(spec)}: ${e.message}`);
+    return e;
+  } catch (own) {
+    return own instanceof ConfigError
+      ? new ConfigError(`environment variable ${ENV.pool}=${JSON.stringify(spec)}: ${own.message}`)
+      : e;
   }
-  return spec;
 }

@@ -17,7 +17,6 @@
 import { writeSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { BootstrapError } from "../errors.ts";
-import { tcpEndpoint } from "../comm/address.ts";
 import { ENV, envMs } from "../comm/env.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
@@ -40,11 +39,6 @@ export function parseControlAddress(address: string): ControlAddress {
   throw new BootstrapError(
     `environment variable ${ENV.control} must be ipc://PATH or tcp://HOST:PORT; got ${JSON.stringify(address)}`,
   );
-}
-
-/** The address text for a TCP host and port, as parseControlAddress reads it. */
-export function tcpControlAddress(host: string, port: number): string {
-  return tcpEndpoint(host, port);
 }
 
 function line(record: unknown): string {
