@@ -55,7 +55,12 @@ export const DEFAULT_BACKEND: RankLauncherFactory = (jobDir) => new LocalLaunche
 
 /** How long a rank may go without a heartbeat before the job is brought down (`--heartbeat`). */
 export const DEFAULT_HEARTBEAT_SECONDS = 30;
-/** Before its first report, a rank gets at least this long (a loaded machine may take seconds to start it). */
+/**
+ * Before its first report, a rank started through an agent gets at least this long: an agent that hangs (a host
+ * that does not answer ssh without a connect timeout) would otherwise hold the job for ever. A local rank gets no
+ * start deadline: it reports from its preload, before the app is imported, so until then it is node starting,
+ * which on a crowded machine can take longer than any fixed allowance, and its exit is seen if it dies.
+ */
 const HEARTBEAT_START_MS = 30_000;
 /** Heartbeats per heartbeat timeout: a rank beats this many times as often as it must. */
 const BEATS_PER_TIMEOUT = 6;
@@ -71,8 +76,10 @@ interface Rank {
   lastStderr: string | undefined;
   /** When the launcher last heard from the rank over its control channel (or started it), epoch ms. */
   lastHeard: number;
-  /** Whether it has heard from the rank at all: until then, start-up gets HEARTBEAT_START_MS at least. */
+  /** Whether it has heard from the rank at all: until then, a remote rank's start-up gets HEARTBEAT_START_MS. */
   heard: boolean;
+  /** Whether it was started through an agent on another host. */
+  readonly remote: boolean;
 }
 
 interface Failure {
@@ -211,7 +218,11 @@ export async function runJob(opts: JobOptions): Promise<number> {
           if (stopReason !== undefined || failure) return;
           const now = Date.now();
           const silent = ranks.find(
-            (r) => !r.exited && now - r.lastHeard > (r.heard ? heartbeatMs : Math.max(heartbeatMs, HEARTBEAT_START_MS)),
+            (r) =>
+              !r.exited &&
+              (r.heard
+                ? now - r.lastHeard > heartbeatMs
+                : r.remote && now - r.lastHeard > Math.max(heartbeatMs, HEARTBEAT_START_MS)),
           );
           if (!silent) return;
           const s = heartbeatMs / 1000;
@@ -240,6 +251,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
       lastStderr: undefined,
       lastHeard: Date.now(),
       heard: false,
+      remote: backend.hostOf?.(i) !== undefined,
     };
     ranks.push(r);
     const prefix = opts.prefix ? `[${i}] ` : "";

@@ -116,9 +116,45 @@ export function launch(args: readonly string[], env?: NodeJS.ProcessEnv): Runnin
   return startWorkpool(["launch", ...args], env);
 }
 
-/** Runs `workpool launch args...` to the end. */
-export function run(args: readonly string[], env?: NodeJS.ProcessEnv): Promise<RunResult> {
-  return launch(args, env).result;
+/**
+ * Ranks this test process lets run at once through `run`. ava runs a file's tests concurrently: a file of twenty
+ * jobs of up to 16 ranks would start 150 node processes together on a 2-core machine, each waiting its turn for a
+ * core for longer than any test's patience. A job larger than this runs when no other is running.
+ */
+const RANKS_AT_ONCE = 24;
+let ranksRunning = 0;
+const waitingForRanks: { readonly ranks: number; readonly start: () => void }[] = [];
+
+/** The `-n` of a launch's arguments (1 without one, as the launcher's default). */
+function ranksOf(args: readonly string[]): number {
+  const i = args.findIndex((a) => a === "-n" || a === "--np");
+  const n = i >= 0 ? Number(args[i + 1]) : 1;
+  return Number.isInteger(n) && n > 0 ? n : 1;
+}
+
+function admitRanks(): void {
+  while (waitingForRanks.length > 0) {
+    const next = waitingForRanks[0] as (typeof waitingForRanks)[number];
+    if (ranksRunning > 0 && ranksRunning + next.ranks > RANKS_AT_ONCE) return;
+    waitingForRanks.shift();
+    ranksRunning += next.ranks;
+    next.start();
+  }
+}
+
+/** Runs `workpool launch args...` to the end, once there is room for its ranks (RANKS_AT_ONCE). */
+export async function run(args: readonly string[], env?: NodeJS.ProcessEnv): Promise<RunResult> {
+  const ranks = ranksOf(args);
+  await new Promise<void>((start) => {
+    waitingForRanks.push({ ranks, start });
+    admitRanks();
+  });
+  try {
+    return await launch(args, env).result;
+  } finally {
+    ranksRunning -= ranks;
+    admitRanks();
+  }
 }
 
 /** Runs a fixture as a plain one-rank program, without the launcher (how a user runs an app under a debugger). */
