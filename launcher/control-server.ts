@@ -2,7 +2,10 @@ import { timingSafeEqual } from "node:crypto";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { parseControlAddress, tcpEndpoint } from "../lib/internal.ts";
 
-/** One report a rank sent over its control channel (lib/runtime/control.ts): `t` is error, stats or progress. */
+/**
+ * One record on a control channel (lib/runtime/control.ts lists them): from a rank, `t` is error, stats, trace,
+ * progress, beat, tolerate or redealt; to a rank, refused or dead.
+ */
 export type ControlRecord = Readonly<Record<string, unknown>>;
 
 export interface ControlServerOptions {
@@ -22,13 +25,16 @@ const MAX_HELLO = 4096;
 /**
  * The launcher's end of the ranks' control channels: it listens, takes each connection's first line as a hello
  * (`{"t":"hello","rank","token"}`), refuses a connection with a wrong token or rank, and passes every later
- * line of an accepted one to `onRecord` as that rank's report.
+ * line of an accepted one to `onRecord` as that rank's report. It writes to accepted connections only what
+ * `broadcast` is given.
  */
 export class ControlServer {
   /** Connections whose hello was accepted. */
   private readonly ranks = new Set<Socket>();
   /** Connections that have not said hello (or were refused and have not closed yet). */
   private readonly strangers = new Set<Socket>();
+  /** Every line broadcast so far, in order: a connection accepted later is sent them all first. */
+  private readonly broadcasts: string[] = [];
   private readonly token: Buffer;
 
   private constructor(
@@ -56,14 +62,32 @@ export class ControlServer {
   }
 
   /**
-   * Call once every rank has exited: reads what they wrote, then stops listening. A rank that died at once
-   * may have connected before the launcher got to accept it; everything it wrote is in the kernel by now, so
-   * three turns of the event loop (each lets the loop poll for I/O at least once after the one before) accept
-   * such a connection and read its hello. Connections that still have not said hello are dropped; the others
-   * end on their own (their processes are gone) and are read to the end.
+   * Writes `record` to every rank whose hello has been accepted, and to every rank accepted later, right after
+   * its hello, behind the records broadcast before it: every rank gets the same records in the same order, none
+   * missed by starting late. A connection that has closed (its rank is gone) is skipped.
+   */
+  broadcast(record: ControlRecord): void {
+    const text = `${JSON.stringify(record)}\n`;
+    this.broadcasts.push(text);
+    for (const socket of this.ranks) if (socket.writable) socket.write(text);
+  }
+
+  /**
+   * Resolves once what ranks had written when it was called has been read and passed to `onRecord`: it is in
+   * the kernel, so three turns of the event loop (each lets the loop poll for I/O at least once after the one
+   * before) accept a connection not yet accepted, read its hello, and read what follows.
+   */
+  async caughtUp(): Promise<void> {
+    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+  }
+
+  /**
+   * Call once every rank has exited: reads what they wrote (a rank that died at once may have connected before
+   * the launcher got to accept it), then stops listening. Connections that still have not said hello are
+   * dropped; the others end on their own (their processes are gone) and are read to the end.
    */
   async close(): Promise<void> {
-    for (let turn = 0; turn < 3; turn++) await new Promise((resolve) => setImmediate(resolve));
+    await this.caughtUp();
     this.server.close();
     for (const socket of this.strangers) socket.destroy();
     await Promise.all(
@@ -97,6 +121,7 @@ export class ControlServer {
         rank = why;
         this.strangers.delete(socket);
         this.ranks.add(socket);
+        if (this.broadcasts.length > 0) socket.write(this.broadcasts.join(""));
       }
       if (rank === undefined && rest.length > MAX_HELLO) {
         refused = true;

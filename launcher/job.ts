@@ -11,6 +11,7 @@ import { rankNodeOptions } from "./loader.ts";
 import { pipeLines } from "./lines.ts";
 import { ProgressLine } from "./progress.ts";
 import { type StatsRecord, formatStats } from "./stats-table.ts";
+import { Survival } from "./survival.ts";
 import { mergeTrace } from "./trace-merge.ts";
 
 export interface JobOptions {
@@ -28,7 +29,8 @@ export interface JobOptions {
   readonly timeoutSeconds: number | undefined;
   /**
    * A rank that sends no heartbeat for this long (stopped, or blocked in one synchronous stretch) brings the
-   * job down, named; 0: no heartbeats. @default DEFAULT_HEARTBEAT_SECONDS
+   * job down, named (or, once the job survives that rank's death, is killed and counted dead); 0: no
+   * heartbeats. @default DEFAULT_HEARTBEAT_SECONDS
    */
   readonly heartbeatSeconds?: number;
   readonly pool: string | undefined;
@@ -96,7 +98,8 @@ function signalNumber(signal: NodeJS.Signals): number {
 /**
  * Runs one job: N ranks of `app`, started by the back-end, joined through a rendezvous service, their output
  * prefixed, their reports read from their control channels, and brought down together when any rank fails, on a
- * timeout, or when the launcher is interrupted. Resolves to the launcher's exit status.
+ * timeout, or when the launcher is interrupted. The exception: once a pool has asked for it, the death of a rank
+ * that is not essential to it is survived (survival.ts). Resolves to the launcher's exit status.
  */
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
@@ -142,11 +145,19 @@ export async function runJob(opts: JobOptions): Promise<number> {
   };
 
   const printedErrors = new Set<string>();
+  const survival = new Survival({
+    size: opts.np,
+    where,
+    // Called on a rank's death only, so once the control server (below) is up.
+    broadcast: (record) => control.broadcast(record),
+    write: (text) => stderr.write(text),
+  });
   const onRecord = (rank: number, msg: ControlRecord) => {
     const r = ranks[rank];
     if (!r) return;
     r.lastHeard = Date.now();
     r.heard = true;
+    if (survival.read(rank, msg)) return;
     if (msg.t === "error" && typeof msg.message === "string") {
       r.lastError = msg.message;
       // A rank's uncaught error comes here instead of its stderr (lib/runtime/preload.ts): one stack per
@@ -211,28 +222,36 @@ export async function runJob(opts: JobOptions): Promise<number> {
     }, opts.timeoutSeconds * 1000);
   }
 
-  // A rank is heard from by its reports and heartbeats; one silent for heartbeatMs is stopped or hung.
+  // A rank is heard from by its reports and heartbeats; one silent for heartbeatMs is stopped or hung. One the job
+  // survives is killed, so that it can never come back with late messages, and counted dead at once.
   const heartbeat =
     heartbeatMs > 0
       ? setInterval(() => {
           if (stopReason !== undefined || failure) return;
           const now = Date.now();
-          const silent = ranks.find(
-            (r) =>
-              !r.exited &&
-              (r.heard
-                ? now - r.lastHeard > heartbeatMs
-                : r.remote && now - r.lastHeard > Math.max(heartbeatMs, HEARTBEAT_START_MS)),
-          );
-          if (!silent) return;
           const s = heartbeatMs / 1000;
+          const startMs = Math.max(heartbeatMs, HEARTBEAT_START_MS);
+          const isSilent = (r: Rank) =>
+            !r.exited &&
+            !survival.isDead(r.rank) &&
+            (r.heard ? now - r.lastHeard > heartbeatMs : r.remote && now - r.lastHeard > startMs);
+          let silent = ranks.find(isSilent);
+          while (silent && survival.survives(silent.rank)) {
+            silent.process.signal("SIGKILL");
+            survival.died(
+              silent.rank,
+              silent.heard ? `sent no heartbeat for ${s} s` : `did not start within ${startMs / 1000} s`,
+            );
+            silent = ranks.find(isSilent);
+          }
+          if (!silent) return;
           const stopping = `stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
           // Never heard from at all: the rank did not start (a host that does not answer an agent without a
           // connect timeout, a hung agent), which is not the same as a rank that stopped answering.
           stopReason = silent.heard
             ? `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
               `stretch that long; --heartbeat SECONDS to change, 0 for none); ${stopping}`
-            : `workpool: ${where(silent.rank)} did not start within ${Math.max(heartbeatMs, HEARTBEAT_START_MS) / 1000} s ` +
+            : `workpool: ${where(silent.rank)} did not start within ${startMs / 1000} s ` +
               `(never connected to the launcher: is its host reachable, and does the agent give up on one that is ` +
               `not, as ssh -o ConnectTimeout=8 does?); ${stopping}`;
           exitStatus = 1;
@@ -261,15 +280,25 @@ export async function runJob(opts: JobOptions): Promise<number> {
         r.lastStderr = line;
       }),
     ];
-    const exited = proc.exit.then(({ code, signal, error }) => {
+    const exited = proc.exit.then(async ({ code, signal, error }) => {
       r.exited = true;
       if (error !== undefined) r.lastError = error;
+      // Killed by the launcher after missing its heartbeats: counted dead then.
+      if (survival.isDead(i)) return;
       const failed = code !== 0 || signal !== null;
+      if (!failed) return;
       // A rank that failed before the job was being stopped, or that exited with a status of its own after
-      // (not by our SIGTERM or SIGKILL), failed on its own.
-      const own = !stopping || (signal === null && code !== 143);
-      if (failed && stopReason === undefined && own) ownFailures.push({ rank: i, code, signal, message: undefined });
-      if (failed && !failure && stopReason === undefined) {
+      // (not by our SIGTERM or SIGKILL), failed on its own. Only the first kind is a death the job may survive.
+      const early = !stopping;
+      const own = early || (signal === null && code !== 143);
+      // What ranks wrote before this death is read first: a tolerate record still on its way decides it.
+      await control.caughtUp();
+      if (early && stopReason === undefined && !failure && survival.survives(i)) {
+        survival.died(i, how(code, signal));
+        return;
+      }
+      if (stopReason === undefined && own) ownFailures.push({ rank: i, code, signal, message: undefined });
+      if (!failure && stopReason === undefined) {
         failure = { rank: i, code, signal, message: undefined };
         stopAll();
       }
@@ -287,6 +316,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
   process.off("SIGHUP", onSignal);
   rendezvous.close();
   progress?.stop();
+  survival.finish((text) => process.stderr.write(text));
   if (opts.trace && traceDir) {
     try {
       mergeTrace(traceDir, opts.np, opts.trace);
@@ -304,11 +334,16 @@ export async function runJob(opts: JobOptions): Promise<number> {
     return exitStatus ?? 1;
   }
   if (failure) {
-    process.stderr.write(`${summarize(failure, ranks, ownFailures, where)}\n`);
+    process.stderr.write(`${summarize(failure, ranks, ownFailures, where, (rank) => survival.isDead(rank))}\n`);
     if (failure.signal !== null) return 128 + signalNumber(failure.signal);
     return failure.code && failure.code > 0 && failure.code < 256 ? failure.code : 1;
   }
   return 0;
+}
+
+/** How a rank ended, for messages: `killed by SIGKILL`, `exit code 3`. */
+function how(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal !== null ? `killed by ${signal}` : `exit code ${code}`;
 }
 
 /** What a rank said last: its uncaught error, else its last stderr line; cut to one line. */
@@ -322,19 +357,20 @@ function lastWords(r: Rank): string | undefined {
 /**
  * The one-line summary of a failed job: the first rank that failed, how, and why. When that rank left no
  * message but another said why (ranks often fail together on the same input, and the one that printed may
- * have been stopped by our SIGTERM a moment later), that rank's words are added.
+ * have been stopped by our SIGTERM a moment later), that rank's words are added; never those of a rank whose
+ * death the job survived (they explain that death, which has its own line).
  */
 function summarize(
   failure: Failure,
   ranks: readonly Rank[],
   ownFailures: readonly Failure[],
   where: (rank: number) => string,
+  survived: (rank: number) => boolean,
 ): string {
-  const how = failure.signal !== null ? `killed by ${failure.signal}` : `exit code ${failure.code}`;
-  const head = `workpool: ${where(failure.rank)} failed (${how})`;
+  const head = `workpool: ${where(failure.rank)} failed (${how(failure.code, failure.signal)})`;
   const own = lastWords(ranks[failure.rank] as Rank);
   if (own) return `${head}: ${own}`;
-  const order = [...ownFailures.map((f) => f.rank), ...ranks.map((r) => r.rank)];
+  const order = [...ownFailures.map((f) => f.rank), ...ranks.map((r) => r.rank)].filter((rank) => !survived(rank));
   const explainer =
     order.find((rank) => (ranks[rank] as Rank).lastError !== undefined) ??
     order.find((rank) => lastWords(ranks[rank] as Rank) !== undefined);

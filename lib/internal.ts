@@ -8,6 +8,8 @@ export { addressFacing, resolveHost, tcpEndpoint } from "./comm/address.ts";
 export { formatJobKey, makeJobKey } from "./comm/keys.ts";
 export type { ControlAddress } from "./runtime/control.ts";
 export { parseControlAddress } from "./runtime/control.ts";
+export type { RankDeathListener } from "./runtime/deaths.ts";
+export { onRankDeath } from "./runtime/deaths.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
 export { DISTRIBUTED_COMBINATIONS, distributedSpec, INITIATIONS, PARTNERS, TERMINATIONS } from "./pool/config.ts";
 export { parsePoolSpec, resolvePoolConfig } from "./pool/options.ts";

@@ -38,6 +38,8 @@ export class Matcher {
   private queued = 0;
   /** Once set (close or failure), what every pending and later receive rejects with. */
   private refusal: ((call: string) => Error) | undefined;
+  /** Sources that died (see `peerDied`), with what a receive naming one rejects with. */
+  private readonly dead = new Map<number, (call: string) => Error>();
 
   /** Number of messages waiting for a receive. */
   get size(): number {
@@ -101,13 +103,17 @@ export class Matcher {
 
   /**
    * Waits for a matching message. Rejects with AbortError when `signal` aborts (the receive is withdrawn and
-   * consumes nothing), with ClosedError after `close`, with `fail`'s error after `fail`.
+   * consumes nothing), with ClosedError after `close`, with `fail`'s error after `fail`. A receive naming a
+   * source that died (`peerDied`) still takes what that source sent before; with nothing of it queued, it
+   * rejects at once with the error `peerDied` was given.
    */
   receive(source: number, tag: number, signal: AbortSignal | undefined, call: string): Promise<Message> {
     if (this.refusal) return Promise.reject(this.refusal(call));
     if (signal?.aborted) return Promise.reject(new AbortError(`${call} aborted`, { cause: signal.reason }));
     const m = this.take(source, tag);
     if (m) return Promise.resolve(m);
+    const dead = source === ANY ? undefined : this.dead.get(source);
+    if (dead) return Promise.reject(dead(call));
     return new Promise<Message>((resolve, reject) => {
       const p: Pending = { source, tag, call, resolve, reject, cleanup: undefined };
       if (signal) {
@@ -137,6 +143,25 @@ export class Matcher {
    */
   fail(error: (call: string) => Error): void {
     if (!this.refusal) this.refuse(error);
+  }
+
+  /**
+   * Source `source` died: every pending receive that names it or ANY source (it could be waiting for that
+   * one, as in MPI ULFM), or with `everyPending` every pending receive, rejects with `error(call)`; a later
+   * receive naming it rejects at once unless a message of it is queued; later ANY-source receives work as
+   * before. Only the first call per source counts.
+   */
+  peerDied(source: number, error: (call: string) => Error, everyPending = false): void {
+    if (this.dead.has(source)) return;
+    this.dead.set(source, error);
+    const kept: Pending[] = [];
+    const ended: Pending[] = [];
+    for (const p of this.pending) (everyPending || p.source === ANY || p.source === source ? ended : kept).push(p);
+    this.pending = kept;
+    for (const p of ended) {
+      p.cleanup?.();
+      p.reject(error(p.call));
+    }
   }
 
   private refuse(error: (call: string) => Error): void {

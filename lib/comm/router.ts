@@ -21,6 +21,9 @@ export const CLOSE_CONTEXT = 2 ** 32 - 1;
 /** Handler that takes every message of one context as it arrives (used by pools). */
 export type ContextListener = (source: number, tag: number, data: unknown) => void;
 
+/** Tags of close's exchange once a rank died (see Router#closeAmongLive): far above its collectives' sequence. */
+const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1 } as const;
+
 /** How often the idle watch looks (see Router.watchIdle): an app that forgot close() ends within ~2x this. */
 const IDLE_CHECK_MS = envMs(ENV.idleCheckMs, 1000);
 /** Resources a rank has from the start (its stdio): only more of them than at start count as activity. */
@@ -57,8 +60,24 @@ export class Router {
   /** Messages sent to each other rank, and received from other ranks (`close`'s own excepted). */
   private readonly sentTo: number[];
   private received = 0;
-  /** While `close` waits for messages still on their way here: how many in all, and what to wake. */
-  private drain: { readonly expected: number; readonly resolve: () => void } | undefined;
+  /** Of `received`, those from each world rank; the rest are `unplaced`'s. */
+  private readonly receivedFrom: number[];
+  /**
+   * Messages received in the block of a communicator not made here yet (its split still runs here while a
+   * faster member already sends in it), by block and sender (its rank there): placed in `receivedFrom` once
+   * the communicator is made (`addCommunicator`).
+   */
+  private readonly unplaced = new Map<number, Map<number, number>>();
+  /** The members (world ranks) of each communicator from `split` on this process, by block. */
+  private readonly blocks = new Map<number, readonly number[]>();
+  /** Ranks that died, in the order this process learnt it, with why (see `peerDied`). */
+  private readonly dead = new Map<number, string>();
+  private readonly deathListeners = new Set<(rank: number, why: string) => void>();
+  /** While `close` waits for messages still on their way here: whether they all came, and what to wake. */
+  private drain:
+    { readonly done: () => boolean; readonly resolve: () => void; readonly reject: (e: Error) => void } | undefined;
+  /** `drain` ends (rejects) when a rank dies: close's collective over the whole world cannot finish. */
+  private closeShrinks = false;
   /** Why the receive loop failed (see `fail`); undefined while it works. */
   private failureCause: Error | undefined;
   private readonly failureListeners = new Set<(error: RankFailedError) => void>();
@@ -78,6 +97,7 @@ export class Router {
     this.rank = rank;
     this.size = size;
     this.sentTo = new Array<number>(size).fill(0);
+    this.receivedFrom = new Array<number>(size).fill(0);
   }
 
   attach(transport: Transport): void {
@@ -93,14 +113,56 @@ export class Router {
     else decodeFrame(frame, this.onRemote);
   };
 
-  /** One callback for every frame: no closure to create (and, under tsx, to name) per frame. */
+  /**
+   * One callback for every frame: no closure to create (and, under tsx, to name) per frame. A message from a
+   * rank that died (`peerDied`) is dropped: it was on its way when the death was told.
+   */
   private readonly onRemote = (source: number, context: number, tag: number, data: unknown): void => {
+    const from = this.senderOf(source, context);
+    if (from !== undefined && this.dead.size > 0 && this.dead.has(from)) return;
     if (context !== CLOSE_CONTEXT) {
       this.received++;
-      if (this.drain && this.received >= this.drain.expected) this.drain.resolve();
+      if (from !== undefined) this.receivedFrom[from]!++;
+      else this.place(source, context);
+      if (this.drain?.done()) this.drain.resolve();
     }
     this.dispatch(source, context, tag, data);
   };
+
+  /**
+   * The world rank that sent a message of `context` as rank `source` of its communicator; undefined when that
+   * communicator is not made here yet.
+   */
+  private senderOf(source: number, context: number): number | undefined {
+    if (context < WORLD_CONTEXTS || context === CLOSE_CONTEXT) return source;
+    return this.blocks.get(blockOf(context))?.[source];
+  }
+
+  private place(source: number, context: number): void {
+    const block = blockOf(context);
+    let counts = this.unplaced.get(block);
+    if (!counts) this.unplaced.set(block, (counts = new Map()));
+    counts.set(source, (counts.get(source) ?? 0) + 1);
+  }
+
+  /**
+   * A communicator from `split` with block `base` and these members (world ranks, in its rank order) is made
+   * on this process: what it received before is placed, and the deaths already known apply to its contexts.
+   */
+  addCommunicator(base: number, members: readonly number[]): void {
+    const block = blockOf(base);
+    this.blocks.set(block, members);
+    const counts = this.unplaced.get(block);
+    if (counts) {
+      this.unplaced.delete(block);
+      for (const [source, n] of counts) this.receivedFrom[members[source] as number]! += n;
+    }
+    for (const [context, m] of this.matchers) {
+      if (context !== CLOSE_CONTEXT && context >= WORLD_CONTEXTS && blockOf(context) === block) {
+        for (const rank of this.dead.keys()) this.applyDeath(context, m, rank);
+      }
+    }
+  }
 
   private readonly dispatch = (source: number, context: number, tag: number, data: unknown): void => {
     const listener = this.listeners.get(context);
@@ -114,6 +176,7 @@ export class Router {
       m = new Matcher();
       if (this.closing && context !== CLOSE_CONTEXT) m.close("the world was closed");
       else if (this.failureCause) m.fail(this.failedError);
+      for (const rank of this.dead.keys()) this.applyDeath(context, m, rank, false);
       this.matchers.set(context, m);
     }
     return m;
@@ -150,6 +213,7 @@ export class Router {
     }
     const t = this.transport;
     if (!t) throw new ClosedError(`${call}: no transport`);
+    if (this.dead.has(dest)) throw this.deadError(dest, dest, call);
     if (counted) {
       if (this.closing) throw new ClosedError(`${call}: the world is closed`);
       this.sentTo[dest]!++;
@@ -161,9 +225,12 @@ export class Router {
     return backPressure.finally(release);
   }
 
-  /** A message a pool encoded; one for another rank after close (a pool's late one) is dropped. */
+  /**
+   * A message a pool encoded; one for another rank after close (a pool's late one), or for a rank that died, is
+   * dropped.
+   */
   handLate(dest: number, bytes: Buffer): void {
-    if (dest !== this.rank && (this.closing || !this.transport)) return;
+    if (dest !== this.rank && (this.closing || !this.transport || this.dead.has(dest))) return;
     void this.hand(dest, bytes, true, "pool");
   }
 
@@ -204,6 +271,87 @@ export class Router {
     }
     this.failureListeners.add(listener);
     return () => this.failureListeners.delete(listener);
+  }
+
+  /**
+   * World rank `rank` died (the launcher told this process; lib/runtime/deaths.ts), `why` says how. From now on
+   * its frames still on their way are dropped (neither delivered nor counted by `close`), the transport drops
+   * it (`Transport#drop`), sends to it reject with RankFailedError (pools' are dropped: see `handLate`), and in
+   * every communicator it is a member of: the receives waiting for it or for ANY source reject with
+   * RankFailedError (`rank`: its rank there), and later ones naming it reject at once (Matcher#peerDied); every
+   * pending and later collective rejects (`brokenBy`). `close` goes on among the ranks still alive. Then the
+   * `onPeerDeath` listeners hear of it. Its own rank, or a rank it already knows dead, is ignored.
+   */
+  peerDied(rank: number, why: string): void {
+    if (rank === this.rank || !Number.isInteger(rank) || rank < 0 || rank >= this.size) return;
+    if (this.dead.has(rank)) return;
+    this.dead.set(rank, why);
+    this.transport?.drop(rank);
+    for (const [context, m] of this.matchers) this.applyDeath(context, m, rank);
+    const drain = this.drain;
+    if (drain) {
+      if (this.closeShrinks) drain.reject(this.deadError(rank, rank, "close"));
+      else if (drain.done()) drain.resolve();
+    }
+    for (const listener of [...this.deathListeners]) listener(rank, why);
+  }
+
+  /**
+   * World rank `rank`'s death applies to the matcher of `context`, if `rank` is in its communicator (one not
+   * made here yet is done by `addCommunicator`): a collective context fails for good; close's rejects every
+   * pending receive (its collective over the ranks alive starts again); any other rejects the receives that
+   * could wait for `rank`. `pending` false: a new matcher, nothing pending.
+   */
+  private applyDeath(context: number, m: Matcher, rank: number, pending = true): void {
+    if (context === CLOSE_CONTEXT) {
+      m.peerDied(rank, (call) => this.deadError(rank, rank, call), pending);
+      return;
+    }
+    const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
+    if (context >= WORLD_CONTEXTS && !members) return;
+    const there = members ? members.indexOf(rank) : rank;
+    if (there < 0) return;
+    const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
+    const error = (call: string) => this.deadError(rank, there, call, offset === CONTEXT.collective);
+    if (offset === CONTEXT.collective) m.fail(error);
+    else m.peerDied(there, error);
+  }
+
+  /**
+   * The RankFailedError a call gets for world rank `rank`, rank `there` of the communicator called, which died;
+   * `collective`: the call is a collective, which that death broke.
+   */
+  deadError(rank: number, there: number, call: string, collective = false): RankFailedError {
+    const who = rank === there ? `rank ${rank}` : `rank ${there} (world rank ${rank})`;
+    const broken = collective ? "; a communicator that lost a rank can run no more collectives" : "";
+    return new RankFailedError(there, `${call}: ${who} died: ${this.dead.get(rank) ?? "unknown"}${broken}`);
+  }
+
+  /** True once this process knows world rank `rank` died. */
+  isDead(rank: number): boolean {
+    return this.dead.has(rank);
+  }
+
+  /** The ranks that died, world ranks in the order this process learnt it. */
+  get deadRanks(): number[] {
+    return [...this.dead.keys()];
+  }
+
+  /** The first of `members` (world ranks) that died, if any: a communicator of them can run no collectives. */
+  brokenBy(members: readonly number[] | undefined): number | undefined {
+    if (this.dead.size === 0) return undefined;
+    for (const rank of this.dead.keys()) if (!members || members.includes(rank)) return rank;
+    return undefined;
+  }
+
+  /**
+   * Calls `listener(rank, why)` for every death `peerDied` is told (world ranks), first for those already
+   * known, in order. Returns a function that removes it.
+   */
+  onPeerDeath(listener: (rank: number, why: string) => void): () => void {
+    for (const [rank, why] of this.dead) listener(rank, why);
+    this.deathListeners.add(listener);
+    return () => this.deathListeners.delete(listener);
   }
 
   /**
@@ -265,47 +413,156 @@ export class Router {
     return this.closing;
   }
 
+  /**
+   * Close's collective. While no rank is known dead: an allreduce of what every rank sent to every other (the
+   * messages on their way here are the difference), waiting for those, then a barrier, over the whole world.
+   *
+   * Once a rank died (before close, or during it), close goes on among the ranks alive, each of which learns of
+   * every death, in the same order, though not at the same moment: a tree collective that lost a rank would
+   * wait for good, so every rank then tells every other alive directly (`closeAmongLive`), and waits for each
+   * rank alive (a rank that dies meanwhile is no longer waited for). A rank that learns of the death in the
+   * final barrier already has everything sent to it; some other rank may be done and gone, so it does not wait:
+   * it only tells every rank alive what a rank that waits needs, and ends.
+   */
   private async finish(): Promise<void> {
     const transport = this.transport;
     if (!transport) return;
     try {
       // A failed process cannot take part in close's collective: it only closes its sockets.
       if (this.failureCause) return;
-      // What every rank sent to every other, summed: the messages on their way here are the difference.
-      const channel = this.closeChannel();
-      const sent = await coll.allreduce(channel, [...this.sentTo], "sum");
-      const expected = sent[this.rank] ?? 0;
-      if (this.received < expected && !this.failureCause) {
-        await new Promise<void>((resolve, reject) => {
-          this.drain = { expected, resolve };
-          this.onFailure(reject);
-        });
+      let drained = false;
+      if (this.dead.size === 0) {
+        try {
+          const channel = this.closeChannel();
+          const sent = await coll.allreduce(channel, [...this.sentTo], "sum");
+          const expected = sent[this.rank] ?? 0;
+          await this.waitDrained(() => this.received >= expected, true);
+          drained = true;
+          // Once every rank has everything sent to it, nothing this rank sent is still queued in its sockets: it
+          // exits at once, instead of lingering while ZeroMQ delivers what a slower peer (encrypting, or busy) has
+          // not taken yet.
+          await coll.barrier(channel);
+          return;
+        } catch (e) {
+          if (this.failureCause || this.dead.size === 0) throw e;
+        }
       }
-      // Once every rank has everything sent to it, nothing this rank sent is still queued in its sockets: it
-      // exits at once, instead of lingering while ZeroMQ delivers what a slower peer (encrypting, or busy) has
-      // not taken yet.
-      await coll.barrier(channel);
+      await this.closeAmongLive(drained);
     } finally {
       await transport.close();
     }
   }
 
+  /**
+   * Resolves once `done()` (checked on every message that arrives, and on every death), rejects when this
+   * process fails, or, with `shrinks`, when a rank dies.
+   */
+  private waitDrained(done: () => boolean, shrinks: boolean): Promise<void> {
+    if (done()) return Promise.resolve();
+    const dead = shrinks ? this.deadRanks[0] : undefined;
+    if (dead !== undefined) return Promise.reject(this.deadError(dead, dead, "close"));
+    return new Promise<void>((resolve, reject) => {
+      const stop = this.onFailure(reject);
+      this.closeShrinks = shrinks;
+      this.drain = {
+        done,
+        resolve: () => {
+          this.drain = undefined;
+          stop();
+          resolve();
+        },
+        reject: (e) => {
+          this.drain = undefined;
+          stop();
+          reject(e);
+        },
+      };
+    });
+  }
+
+  /**
+   * Close once a rank died (see `finish`): tells every rank alive how many messages this one sent it, waits
+   * for what every rank alive sent here, tells them all so, and waits until each said so too. `drained`: this
+   * rank has everything sent to it already (the death came in the final barrier): it tells each rank alive
+   * both at once and ends.
+   */
+  private async closeAmongLive(drained: boolean): Promise<void> {
+    const m = this.matcher(CLOSE_CONTEXT);
+    const tell = (tag: number, data: (dest: number) => unknown) => {
+      for (let r = 0; r < this.size; r++) {
+        if (r === this.rank || this.dead.has(r)) continue;
+        const bytes = encodeMessage(this.rank, CLOSE_CONTEXT, tag, data(r), "close");
+        void this.hand(r, bytes, false, "close");
+      }
+    };
+    tell(CLOSE_TAG.count, (r) => this.sentTo[r]);
+    if (drained) {
+      tell(CLOSE_TAG.drained, () => true);
+      return;
+    }
+    const counts = await this.hearFromLive(m, CLOSE_TAG.count);
+    await this.waitDrained(() => {
+      let expected = 0;
+      let received = this.received;
+      for (let r = 0; r < this.size; r++) {
+        if (!this.dead.has(r)) continue;
+        received -= this.receivedFrom[r] as number;
+      }
+      for (const [r, n] of counts) if (!this.dead.has(r)) expected += n as number;
+      return received >= expected;
+    }, false);
+    tell(CLOSE_TAG.drained, () => true);
+    await this.hearFromLive(m, CLOSE_TAG.drained);
+  }
+
+  /** What every other rank alive sent with `tag` in close's context, by rank; waits for none that dies. */
+  private async hearFromLive(m: Matcher, tag: number): Promise<Map<number, unknown>> {
+    const heard = new Map<number, unknown>();
+    for (;;) {
+      let missing = false;
+      for (let r = 0; r < this.size && !missing; r++) missing = r !== this.rank && !this.dead.has(r) && !heard.has(r);
+      if (!missing) return heard;
+      try {
+        const msg = await m.receive(ANY, tag, undefined, "close");
+        heard.set(msg.source, msg.data);
+      } catch (e) {
+        // A death rejects the receive (it might have waited for that rank): look again at who is left.
+        if (this.failureCause || !(e instanceof RankFailedError)) throw e;
+      }
+    }
+  }
+
+  /** Close's channel over the whole world, while no rank is known dead: any death makes it reject. */
   private closeChannel(): CollectiveChannel {
     let seq = 0;
     const m = this.matcher(CLOSE_CONTEXT);
+    const alive = (call: string) => {
+      const rank = this.deadRanks[0];
+      if (rank !== undefined) throw this.deadError(rank, rank, call);
+    };
     return {
       rank: this.rank,
       size: this.size,
       nextSequence: () => seq++,
       send: (dest, tag, data, call) => {
         try {
+          alive(call);
           const bytes = encodeMessage(this.rank, CLOSE_CONTEXT, tag, data, call);
           return this.hand(dest, bytes, false, call) ?? Promise.resolve();
         } catch (e) {
           return Promise.reject(e);
         }
       },
-      recv: async (source, tag, signal, call) => (await m.receive(source, tag, signal, call)).data,
+      recv: async (source, tag, signal, call) => {
+        // A receive posted after a death would wait for good for a rank that went on without this collective.
+        alive(call);
+        return (await m.receive(source, tag, signal, call)).data;
+      },
     };
   }
+}
+
+/** The index of the block of SUB_CONTEXTS contexts (of a communicator from split) that `context` is in. */
+function blockOf(context: number): number {
+  return Math.floor((context - WORLD_CONTEXTS) / SUB_CONTEXTS);
 }

@@ -49,6 +49,8 @@ interface Outbox {
   /** A pump is running: a frame is being handed over or more are queued. */
   sending: boolean;
   drained: (() => void)[];
+  /** The peer died (see `drop`): nothing more goes to it. */
+  dropped: boolean;
 }
 
 export class Transport {
@@ -57,6 +59,8 @@ export class Transport {
   /** Socket options of this rank's connections to others: CURVE clients of the job's key, if it has one. */
   private readonly clientOptions: ReturnType<typeof clientOptions>;
   private readonly outboxes = new Map<number, Outbox>();
+  /** Peers that died (see `drop`). */
+  private readonly dropped = new Set<number>();
   private endpoints: readonly string[] = [];
   private sendError: Error | undefined;
   private closed = false;
@@ -142,6 +146,7 @@ export class Transport {
         bytes: 0,
         sending: false,
         drained: [],
+        dropped: false,
       };
       this.outboxes.set(dest, box);
     }
@@ -151,10 +156,12 @@ export class Transport {
   /**
    * Queues one message made by codec.ts `encodeMessage` for `dest`; it must not change afterwards (it may be
    * sent as it is). Returns undefined when the message is accepted, or a promise that resolves when the
-   * outbox for `dest` has drained below its high-water mark (back-pressure).
+   * outbox for `dest` has drained below its high-water mark (back-pressure). A message for a peer that was
+   * dropped (`drop`) is discarded.
    */
   enqueue(dest: number, message: Buffer): Promise<void> | undefined {
     if (this.sendError) throw this.sendError;
+    if (this.dropped.has(dest)) return undefined;
     const box = this.outbox(dest);
     box.bytes += message.length;
     if (!box.sending) {
@@ -193,13 +200,15 @@ export class Transport {
           break;
         }
         await box.socket.send(frame);
+        if (box.dropped) return;
         box.bytes -= Array.isArray(frame) ? frame[0].length + frame[1].length : frame.length;
         if (box.drained.length > 0 && box.bytes <= OUTBOX_HIGH_BYTES / 2) {
           for (const resolve of box.drained.splice(0)) resolve();
         }
       }
     } catch (e) {
-      this.sendError = e as Error;
+      // A socket that `drop` closed under a send is no failure of this rank's.
+      if (!box.dropped) this.sendError = e as Error;
     } finally {
       box.sending = false;
       if (this.sendError || !pending(box)) for (const resolve of box.drained.splice(0)) resolve();
@@ -214,6 +223,31 @@ export class Transport {
         await new Promise<void>((resolve) => box.drained.push(resolve));
       }
     }
+  }
+
+  /**
+   * Peer `rank` died: closes the socket to it at once (linger 0) and discards what is queued for it, which
+   * resolves every back-pressure promise `enqueue` gave for it; later messages for it are discarded. So neither
+   * `flush` nor the process's exit waits on a peer that will never take anything. Idempotent.
+   */
+  drop(rank: number): void {
+    if (this.dropped.has(rank)) return;
+    this.dropped.add(rank);
+    const box = this.outboxes.get(rank);
+    if (!box) return;
+    this.outboxes.delete(rank);
+    box.dropped = true;
+    box.frames = [];
+    box.head = 0;
+    box.slab = undefined;
+    box.openStart = 0;
+    box.openEnd = 0;
+    box.bytes = 0;
+    if (!this.closed) {
+      box.socket.linger = 0;
+      box.socket.close();
+    }
+    for (const resolve of box.drained.splice(0)) resolve();
   }
 
   /** Flushes, then closes every socket. ZeroMQ keeps delivering what it holds for up to LINGER_MS. */

@@ -13,6 +13,7 @@ import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
 import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
 import { checkSplitArguments, planSplit } from "./split.ts";
 import { Transport } from "./transport.ts";
+import { onRankDeath } from "../runtime/deaths.ts";
 
 export { CONTEXT, type ContextListener } from "./router.ts";
 
@@ -69,6 +70,17 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   (`tryRecv` still takes what arrived before). The rank cannot finish the job: `close()` then only closes the
  *   sockets, and a process that ends with status 0 anyway exits with status 1 and a message saying why, so the
  *   launcher brings the job down.
+ * - A rank's death brings the job down, unless a pool asked the launcher to survive it (`retries`): the
+ *   launcher then tells every rank left (lib/runtime/deaths.ts), all in the same order, and messaging goes on
+ *   without the dead rank. Its messages still on their way are dropped. `send` and `sendrecv` to it reject
+ *   with RankFailedError (`rank`: its rank in the communicator called; the message names the call and why it
+ *   died). In every communicator it was a member of, the receives waiting for it, and those waiting for ANY
+ *   source (they could be waiting for it, as in MPI ULFM), reject with RankFailedError; a later receive naming
+ *   it takes what it sent before, else rejects at once; later ANY-source receives work as before. Every pending
+ *   and later collective of those communicators (`split` included) rejects with RankFailedError: like an
+ *   MPI ULFM communicator, one that lost a rank can run no more collectives (point-to-point still works).
+ *   Communicators without it are unaffected. The world's `close()` is then collective over the ranks alive,
+ *   and still ends if a rank dies while it runs.
  */
 export class World implements AsyncDisposable {
   /** This process's rank in this communicator, 0..size-1. */
@@ -100,6 +112,7 @@ export class World implements AsyncDisposable {
       this.size = scope.members.length;
       base = scope.base;
       this.endContext = base + SUB_CONTEXTS;
+      scope.router.addCommunicator(base, scope.members);
     } else {
       this.router = new Router(env.rank, env.size);
       this.members = undefined;
@@ -133,6 +146,11 @@ export class World implements AsyncDisposable {
   /** The world rank of rank `r` of this communicator. */
   private worldRank(r: number): number {
     return this.members ? (this.members[r] as number) : r;
+  }
+
+  /** @internal The world rank of rank `rank` of this communicator (the launcher names ranks by it). */
+  worldRankOf(rank: number): number {
+    return this.worldRank(rank);
   }
 
   /** @internal Marks this process busy (a pool run) for the idle watch (Router.hold); returns the release. */
@@ -181,6 +199,44 @@ export class World implements AsyncDisposable {
     return this.router.failure;
   }
 
+  /** checkOpen, then RankFailedError once a rank of this communicator died: it can run no more collectives. */
+  private checkCollective(call: string): void {
+    this.checkOpen(call);
+    const dead = this.router.brokenBy(this.members);
+    if (dead !== undefined) throw this.router.deadError(dead, this.rankOf(dead), call, true);
+  }
+
+  /** This communicator's rank of world rank `r`; -1 if it is not a member. */
+  private rankOf(r: number): number {
+    return this.members ? this.members.indexOf(r) : r;
+  }
+
+  /**
+   * @internal World rank `rank` died, `why` says how (connect() wires the launcher's death notices here,
+   * lib/runtime/deaths.ts): see the class comment. Ranks are world ranks, on whichever communicator it is
+   * called. Idempotent per rank.
+   */
+  peerDied(rank: number, why: string): void {
+    this.router.peerDied(rank, why);
+  }
+
+  /**
+   * @internal Calls `listener(rank, why)` for every rank of this communicator that dies (its rank here; the
+   * deaths of ranks not in it are not told), first, synchronously, for those already known, in the order this
+   * process learnt them, which is the same on every rank. Returns a function that removes it.
+   */
+  onPeerDeath(listener: (rank: number, why: string) => void): () => void {
+    return this.router.onPeerDeath((rank, why) => {
+      const here = this.rankOf(rank);
+      if (here >= 0) listener(here, why);
+    });
+  }
+
+  /** @internal The ranks of this communicator known dead (its ranks), in the order this process learnt it. */
+  get deadRanks(): readonly number[] {
+    return this.router.deadRanks.map((r) => this.rankOf(r)).filter((r) => r >= 0);
+  }
+
   private checkRank(call: string, what: string, r: unknown, allowAny: boolean): void {
     if (allowAny && r === ANY) return;
     if (typeof r !== "number" || !Number.isInteger(r) || r < 0 || r >= this.size) {
@@ -199,14 +255,24 @@ export class World implements AsyncDisposable {
     }
   }
 
-  /** @internal send in a given context; validation of dest is the caller's. */
+  /**
+   * @internal send in a given context; validation of dest is the caller's. Rejects with RankFailedError if
+   * `dest` died.
+   */
   sendIn(context: number, dest: number, tag: number, data: unknown, call: string, name?: ValueName): Promise<void> {
     try {
+      this.checkAlive(dest, call, context === this.collectiveContext);
       const bytes = encodeMessage(this.rank, context, tag, data, call, name);
       return this.router.hand(this.worldRank(dest), bytes, true, call) ?? RESOLVED;
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /** Throws RankFailedError naming `call` if rank `dest` of this communicator died. */
+  private checkAlive(dest: number, call: string, collective = false): void {
+    const w = this.worldRank(dest);
+    if (this.router.isDead(w)) throw this.router.deadError(w, dest, call, collective);
   }
 
   /**
@@ -258,6 +324,7 @@ export class World implements AsyncDisposable {
       const tag = opts.tag ?? ANY;
       this.checkRank("sendrecv", "source", source, true);
       this.checkTag("sendrecv", "tag", tag, true);
+      this.checkAlive(dest, "sendrecv");
       const bytes = encodeMessage(this.rank, this.userContext, sendTag, data, "sendrecv");
       const sent = this.router.hand(this.worldRank(dest), bytes, true, "sendrecv") ?? RESOLVED;
       const received = this.router.matcher(this.userContext).receive(source, tag, opts.signal, "sendrecv");
@@ -283,43 +350,43 @@ export class World implements AsyncDisposable {
 
   /** Resolves when every rank has called `barrier`. */
   async barrier(opts?: CollectiveOptions): Promise<void> {
-    this.checkOpen("barrier");
+    this.checkCollective("barrier");
     return coll.barrier(this.channel, opts);
   }
 
   /** Every rank gets `value` as given on `root` (the other ranks' `value` is ignored). */
   async bcast<T>(value: T, root = 0, opts?: CollectiveOptions): Promise<T> {
-    this.checkOpen("bcast");
+    this.checkCollective("bcast");
     return coll.bcast(this.channel, value, root, opts);
   }
 
   /** Combines every rank's value with `op` in rank order; the result on `root`, undefined elsewhere. */
   async reduce<T>(value: T, op: ReduceOp<T>, root = 0, opts?: CollectiveOptions): Promise<T | undefined> {
-    this.checkOpen("reduce");
+    this.checkCollective("reduce");
     return coll.reduce(this.channel, value, op, root, opts);
   }
 
   /** Like `reduce`, with the result on every rank. */
   async allreduce<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
-    this.checkOpen("allreduce");
+    this.checkCollective("allreduce");
     return coll.allreduce(this.channel, value, op, opts);
   }
 
   /** Every rank's value, indexed by rank, on `root`; undefined elsewhere. */
   async gather<T>(value: T, root = 0, opts?: CollectiveOptions): Promise<T[] | undefined> {
-    this.checkOpen("gather");
+    this.checkCollective("gather");
     return coll.gather(this.channel, value, root, opts);
   }
 
   /** Every rank's value, indexed by rank, on every rank. */
   async allgather<T>(value: T, opts?: CollectiveOptions): Promise<T[]> {
-    this.checkOpen("allgather");
+    this.checkCollective("allgather");
     return coll.allgather(this.channel, value, opts);
   }
 
   /** Rank r gets `values[r]` from `root` (`values` is read on the root only). */
   async scatter<T>(values: readonly T[] | undefined, root = 0, opts?: CollectiveOptions): Promise<T> {
-    this.checkOpen("scatter");
+    this.checkCollective("scatter");
     return coll.scatter(this.channel, values, root, opts);
   }
 
@@ -328,13 +395,13 @@ export class World implements AsyncDisposable {
    * indexed by source rank (`result[rank]` is this rank's own `values[rank]`), like MPI_Alltoall.
    */
   async alltoall<T>(values: readonly T[], opts?: CollectiveOptions): Promise<T[]> {
-    this.checkOpen("alltoall");
+    this.checkCollective("alltoall");
     return coll.alltoall(this.channel, values, opts);
   }
 
   /** Inclusive prefix, like MPI_Scan: rank r gets the values of ranks 0..r combined with `op` in rank order. */
   async scan<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
-    this.checkOpen("scan");
+    this.checkCollective("scan");
     return coll.scan(this.channel, value, op, opts);
   }
 
@@ -343,7 +410,7 @@ export class World implements AsyncDisposable {
    * order; rank 0 gets undefined.
    */
   async exscan<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T | undefined> {
-    this.checkOpen("exscan");
+    this.checkCollective("exscan");
     return coll.exscan(this.channel, value, op, opts);
   }
 
@@ -353,7 +420,7 @@ export class World implements AsyncDisposable {
    * element-wise by the built-in ops.
    */
   async reduceScatter<T>(values: readonly T[], op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
-    this.checkOpen("reduceScatter");
+    this.checkCollective("reduceScatter");
     return coll.reduceScatter(this.channel, values, op, opts);
   }
 
@@ -369,7 +436,7 @@ export class World implements AsyncDisposable {
    * rejects with InvalidArgumentError.
    */
   async split(color: number | undefined, key = 0, opts?: CollectiveOptions): Promise<World | undefined> {
-    this.checkOpen("split");
+    this.checkCollective("split");
     checkSplitArguments(color, key);
     const router = this.router;
     if (router.splitting) {
@@ -421,8 +488,9 @@ export class World implements AsyncDisposable {
     return this.ownClosed || this.router.isClosed;
   }
 
-  /** @internal send in a private context (pools); no argument checks. */
+  /** @internal send in a private context (pools); no argument checks. One for a rank that died is dropped. */
   post(context: number, dest: number, tag: number, data: unknown): Promise<void> {
+    if (this.router.isDead(this.worldRank(dest))) return RESOLVED;
     return this.sendIn(context, dest, tag, data, "pool", "data");
   }
 
@@ -431,7 +499,10 @@ export class World implements AsyncDisposable {
     return encodeMessage(this.rank, context, tag, data, "pool");
   }
 
-  /** @internal sends a message made by `encode`; one for another rank after close (a pool's late one) is dropped. */
+  /**
+   * @internal sends a message made by `encode`; one for another rank after close (a pool's late one), or for a
+   * rank that died, is dropped.
+   */
   postEncoded(dest: number, bytes: Buffer): void {
     this.router.handLate(this.worldRank(dest), bytes);
   }
@@ -513,6 +584,8 @@ async function join(): Promise<World> {
   }
   world.attach(transport);
   if (env.size > 1) {
+    // Deaths the launcher survives (a pool with retries asked it to): the world goes on among the others.
+    onRankDeath((rank, why) => world.peerDied(rank, why));
     // close() is collective: a rank that ends without it would leave the others waiting there for good, so
     // such an end is a failure, with a message the launcher passes on when it brings the job down.
     process.once("exit", (code) => {

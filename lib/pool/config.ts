@@ -42,6 +42,8 @@ export const DEFAULT_CHUNK = 0;
 export const DEFAULT_COORDINATOR_WORKS = false;
 /** Centralized: most tasks a worker keeps of those its handlers put (the rest go to the coordinator). */
 export const DEFAULT_KEEP = 65_536;
+/** Centralized: worker deaths survived per task (0: any rank's death ends the job, as in MPI). */
+export const DEFAULT_RETRIES = 0;
 export const DEFAULT_INITIATION: Initiation = "receiver";
 export const DEFAULT_PARTNER: PartnerPolicy = "random";
 export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";

@@ -1,6 +1,8 @@
 import { Coordinator } from "./centralized/coordinator.ts";
+import { ResilientCoordinator } from "./centralized/resilient-coordinator.ts";
+import { ResilientWorker } from "./centralized/resilient-worker.ts";
 import { CentralWorker } from "./centralized/worker.ts";
-import { WorkingCoordinator } from "./centralized/working.ts";
+import { PLAIN, RESILIENT, WorkingCoordinator } from "./centralized/working.ts";
 import { DistributedEngine } from "./distributed/engine.ts";
 import { LocalEngine } from "./local.ts";
 import type { Engine, PendingPut, PoolRuntime } from "./runtime.ts";
@@ -15,11 +17,19 @@ export function engineFor<T>(
 ): Engine<T> {
   if (rt.size === 1) return new LocalEngine(rt, handler, ctx, initial);
   switch (rt.config.mode) {
-    case "centralized":
-      if (rt.rank !== rt.config.coordinator) return new CentralWorker<T>(rt, handler, ctx, initial);
-      return rt.config.coordinatorWorks
-        ? new WorkingCoordinator<T>(rt, handler, ctx, initial)
-        : new Coordinator<T>(rt, initial);
+    case "centralized": {
+      // With retries, the pool survives worker deaths (resilient-protocol.ts); without, the tuned plain one.
+      const resilient = rt.config.retries > 0;
+      if (rt.rank !== rt.config.coordinator) {
+        return resilient
+          ? new ResilientWorker<T>(rt, handler, ctx, initial)
+          : new CentralWorker<T>(rt, handler, ctx, initial);
+      }
+      if (rt.config.coordinatorWorks) {
+        return new WorkingCoordinator<T>(resilient ? RESILIENT : PLAIN, rt, handler, ctx, initial);
+      }
+      return resilient ? new ResilientCoordinator<T>(rt, initial) : new Coordinator<T>(rt, initial);
+    }
     case "distributed":
       return new DistributedEngine<T>(rt, handler, ctx, initial);
   }

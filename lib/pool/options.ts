@@ -10,6 +10,7 @@ import {
   DEFAULT_MODE,
   DEFAULT_ORDER,
   DEFAULT_PARTNER,
+  DEFAULT_RETRIES,
   DEFAULT_SEED,
   DEFAULT_TERMINATION,
   INITIATIONS,
@@ -54,6 +55,15 @@ export interface PoolOptions {
    * coordinator at once, as in the seed slides. @default 65536
    */
   readonly keep?: number;
+  /**
+   * Centralized: survive the death of worker ranks (killed, crashed, their host lost, silent past the
+   * launcher's `--heartbeat`). The coordinator re-deals every task a dead worker held, and what the worker did
+   * since its last commit (at most ~100 ms of work) is done again, so each task's value and puts count
+   * exactly once. A task that was running on `retries` workers that died fails the run, naming it. The
+   * coordinator's death still ends the job (nothing replicates its queue). 0: any rank's death ends the job.
+   * Needs `workpool launch` (which tells the ranks of deaths). @default 0
+   */
+  readonly retries?: number;
   /** Distributed: who starts a transfer. @default "receiver" */
   readonly initiation?: Initiation;
   /** Distributed: how a rank picks the partner it asks or pushes to. @default "random" */
@@ -77,6 +87,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   keep: "centralized",
   chunk: "centralized",
   coordinatorWorks: "centralized",
+  retries: "centralized",
   initiation: "distributed",
   partner: "distributed",
   termination: "distributed",
@@ -85,7 +96,15 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   seed: "both",
 };
 
-const NUMERIC = new Set<keyof PoolOptions>(["coordinator", "chunk", "keep", "lowWater", "highWater", "seed"]);
+const NUMERIC = new Set<keyof PoolOptions>([
+  "coordinator",
+  "chunk",
+  "keep",
+  "retries",
+  "lowWater",
+  "highWater",
+  "seed",
+]);
 
 function oneOf<T extends string>(key: string, value: unknown, allowed: readonly T[]): T {
   if (typeof value !== "string" || !allowed.includes(value as T)) {
@@ -170,6 +189,7 @@ export function resolvePoolConfig(
     chunk: nonNegativeInt("chunk", merged.chunk ?? DEFAULT_CHUNK),
     coordinatorWorks: bool("coordinatorWorks", merged.coordinatorWorks ?? DEFAULT_COORDINATOR_WORKS),
     keep: nonNegativeInt("keep", merged.keep ?? DEFAULT_KEEP),
+    retries: nonNegativeInt("retries", merged.retries ?? DEFAULT_RETRIES),
     initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
     partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),
     termination: oneOf("termination", merged.termination ?? DEFAULT_TERMINATION, TERMINATIONS),

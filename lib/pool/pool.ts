@@ -1,6 +1,6 @@
 import { ENV } from "../comm/env.ts";
 import { World } from "../comm/world.ts";
-import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError } from "../errors.ts";
+import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
 import { REPORT, report } from "../runtime/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
@@ -54,6 +54,11 @@ export class Pool<T = unknown> {
     this.config = config;
     this.name = `pool${world.allocatedContexts}`;
     world.listen(context, (source, tag, data) => this.route(source, tag, data as Record<string, unknown>));
+    // The launcher brings the job down when any rank dies, unless told that this pool survives its workers'
+    // deaths: only the coordinator's then ends the job.
+    if (config.mode === "centralized" && config.retries > 0 && world.size > 1) {
+      report({ t: "tolerate", essential: [world.worldRankOf(config.coordinator)] });
+    }
   }
 
   private route(source: number, tag: number, body: Record<string, unknown>): void {
@@ -176,6 +181,20 @@ export class Pool<T = unknown> {
     const release = this.world.hold();
     // This rank's messaging failed (its receive loop): the run fails here and tells the others.
     const offFailure = this.world.onFailure((e) => engine.fail(e));
+    // Another rank died (the launcher said so). A pool with `retries` survives a worker's; any other fails its
+    // run with an error naming the rank. Deaths before this run are told at once: they are not news, and the
+    // launcher has heard what was re-dealt for them.
+    let replaying = true;
+    const offDeath = this.world.onPeerDeath((rank, why) => {
+      const error = new RankFailedError(rank, `${name} run: rank ${rank} died (${why})`);
+      if (!engine.onPeerDead) {
+        engine.fail(error);
+        return;
+      }
+      const redealt = engine.onPeerDead(rank, error);
+      if (redealt !== undefined && !replaying) report({ t: "redealt", pool: name, rank, tasks: redealt });
+    });
+    replaying = false;
     const signal = options.signal;
     const onAbort = () =>
       engine.fail(new AbortError(`run aborted on rank ${this.world.rank}`, { cause: signal?.reason }));
@@ -191,6 +210,7 @@ export class Pool<T = unknown> {
       await engine.done;
     } finally {
       offFailure();
+      offDeath();
       release();
       clearInterval(progress);
       signal?.removeEventListener("abort", onAbort);

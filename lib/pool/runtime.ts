@@ -1,4 +1,5 @@
 import type { World } from "../comm/world.ts";
+import type { RankFailedError } from "../errors.ts";
 import type { PoolConfig } from "./options.ts";
 import type { Results, WireResult } from "./results.ts";
 import type { TraceRecorder } from "./trace.ts";
@@ -97,6 +98,12 @@ export interface Engine<T> {
   fail(error: Error): void;
   /** A task on this rank called `ctx.stop(result)`: end the run on every rank, on purpose (types.ts). */
   stop(result: WireResult): void;
+  /**
+   * Rank `rank` died during the run (the launcher said so; `error` names it and why). An engine that survives
+   * it returns how many tasks it re-dealt (undefined: none of its business); one without this method cannot,
+   * and its run fails with `error`.
+   */
+  onPeerDead?(rank: number, error: RankFailedError): number | undefined;
 }
 
 export interface PendingPut<T> {

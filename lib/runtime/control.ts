@@ -9,7 +9,12 @@
  * `{"t":"error","message"}` (an uncaught error, the rank's last words), `{"t":"stats",...}`, `{"t":"progress",...}`,
  * and `{"t":"beat"}` every WORKPOOL_HEARTBEAT_MS ms (from an unref'd timer on the rank's main thread: a rank
  * that is stopped, or blocked in one synchronous stretch, misses its beats, and the launcher names it).
- * Launcher to rank: nothing, except `{"t":"refused","reason"}` before it closes a connection it does not accept.
+ * A pool that survives the death of its workers adds `{"t":"tolerate","essential":[R,...]}` (from then on the
+ * launcher survives the death of any rank no such record names) and `{"t":"redealt","pool","rank","tasks"}` (its
+ * coordinator re-dealt the tasks a dead rank held; the launcher says so).
+ * Launcher to rank: `{"t":"refused","reason"}` before it closes a connection it does not accept, and on an
+ * accepted one `{"t":"dead","rank","why"}` for each death the job survives, all of them in the same order on
+ * every rank, those from before the rank connected first (handed to deaths.ts: `onRankDeath`).
  *
  * The connection is also the rank's lifeline: once it is up, its end means the launcher is gone (it exited or
  * was killed, even by SIGKILL) and the rank exits at once, with status 129.
@@ -18,6 +23,7 @@ import { writeSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { BootstrapError } from "../errors.ts";
 import { ENV, envMs } from "../comm/env.ts";
+import { deliverRankDeath } from "./deaths.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
 export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
@@ -93,13 +99,16 @@ export class ControlChannel {
       const lines = (rest + chunk).split("\n");
       rest = lines.pop() ?? "";
       for (const l of lines) {
-        let msg: { t?: unknown; reason?: unknown };
+        let msg: { t?: unknown; reason?: unknown; rank?: unknown; why?: unknown };
         try {
           msg = JSON.parse(l);
         } catch {
           continue;
         }
         if (msg?.t === "refused") this.fail(`it refused this rank: ${String(msg.reason)}`);
+        else if (msg?.t === "dead" && typeof msg.rank === "number" && typeof msg.why === "string") {
+          deliverRankDeath(msg.rank, msg.why);
+        }
       }
     });
     const gone = () => {

@@ -1,9 +1,33 @@
+import type { RankFailedError } from "../../errors.ts";
 import type { WireResult } from "../results.ts";
 import type { Engine, PendingPut } from "../runtime.ts";
 import { PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { Coordinator } from "./coordinator.ts";
+import { ResilientCoordinator } from "./resilient-coordinator.ts";
+import { ResilientWorker } from "./resilient-worker.ts";
 import { CentralWorker } from "./worker.ts";
+
+/** The coordinator and worker engines of one protocol: the plain one, or the one that survives deaths. */
+export interface CentralizedPair {
+  coordinator<T>(rt: PoolRuntime, initial: readonly PendingPut<T>[]): Engine<T>;
+  worker<T>(
+    rt: PoolRuntime,
+    handler: TaskHandler<T>,
+    ctx: TaskContext<T>,
+    initial: readonly PendingPut<T>[],
+  ): Engine<T>;
+}
+
+export const PLAIN: CentralizedPair = {
+  coordinator: (rt, initial) => new Coordinator(rt, initial),
+  worker: (rt, handler, ctx, initial) => new CentralWorker(rt, handler, ctx, initial),
+};
+
+export const RESILIENT: CentralizedPair = {
+  coordinator: (rt, initial) => new ResilientCoordinator(rt, initial),
+  worker: (rt, handler, ctx, initial) => new ResilientWorker(rt, handler, ctx, initial),
+};
 
 /**
  * The coordinator rank of a pool with `coordinatorWorks`: the ordinary Coordinator and an ordinary
@@ -18,18 +42,24 @@ import { CentralWorker } from "./worker.ts";
  */
 export class WorkingCoordinator<T> implements Engine<T> {
   readonly done: Promise<void>;
-  private readonly coordinator: Coordinator<T>;
-  private readonly worker: CentralWorker<T>;
+  private readonly coordinator: Engine<T>;
+  private readonly worker: Engine<T>;
   private readonly keep: number;
 
-  constructor(rt: PoolRuntime, handler: TaskHandler<T>, ctx: TaskContext<T>, initial: readonly PendingPut<T>[]) {
+  constructor(
+    pair: CentralizedPair,
+    rt: PoolRuntime,
+    handler: TaskHandler<T>,
+    ctx: TaskContext<T>,
+    initial: readonly PendingPut<T>[],
+  ) {
     const me = rt.rank;
     this.keep = rt.config.keep;
-    this.coordinator = new Coordinator<T>(
+    this.coordinator = pair.coordinator<T>(
       new Loopback(rt, (tag, body) => this.worker.onMessage(me, tag, body)),
       initial,
     );
-    this.worker = new CentralWorker<T>(
+    this.worker = pair.worker<T>(
       new Loopback(rt, (tag, body) => this.coordinator.onMessage(me, tag, body)),
       handler,
       ctx,
@@ -52,12 +82,17 @@ export class WorkingCoordinator<T> implements Engine<T> {
   put(task: T, priority: number): void {
     // Like any worker's, this rank's puts stay with its own worker (option `keep`); with keep 0 they go
     // straight into the queue, as a remote worker's would after a message.
-    if (this.keep > 0) this.worker.put(task, priority);
-    else this.coordinator.put(task, priority);
+    if (this.keep > 0) this.worker.put(task, priority, undefined);
+    else this.coordinator.put(task, priority, undefined);
   }
 
   queued(): number {
-    return this.coordinator.queued() + this.worker.queued();
+    return (this.coordinator.queued?.() ?? 0) + (this.worker.queued?.() ?? 0);
+  }
+
+  onPeerDead(rank: number, error: RankFailedError): number | undefined {
+    // A remote worker's death is the coordinator's to handle; this rank's own worker outlives any other rank.
+    return this.coordinator.onPeerDead?.(rank, error);
   }
 
   stop(result: WireResult): void {

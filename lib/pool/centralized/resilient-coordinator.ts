@@ -1,0 +1,321 @@
+import { deferred } from "../../deferred.ts";
+import { describe, RankFailedError, TaskError } from "../../errors.ts";
+import { failFromMessage, failureBody, sendFail } from "../failure.ts";
+import { TaskQueue } from "../queue.ts";
+import { type WireResult, withResult } from "../results.ts";
+import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
+import type { Fail } from "./protocol.ts";
+import { type Commit, type Grant, TAG } from "./resilient-protocol.ts";
+
+/** A task the coordinator holds or has dealt. */
+interface Held<T> {
+  readonly task: T;
+  readonly priority: number;
+  /** Ranks that died while it was known to be running there. */
+  readonly killed: number[];
+  /** It was held by a worker that died: each run of it is announced and committed on its own. */
+  watched: boolean;
+}
+
+interface WorkerView<T> {
+  readonly rank: number;
+  alive: boolean;
+  joined: boolean;
+  /** The sequence number of the next commit to apply, and commits that arrived ahead of it. */
+  next: number;
+  readonly early: Map<number, Commit>;
+  /** What it holds as of the latest commit applied, plus what was granted since: ledger id -> task. */
+  readonly ledger: Map<number, Held<T>>;
+  /** Tasks granted to it in all, and received by it in all as of its latest commit. */
+  granted: number;
+  received: number;
+  capacity: number;
+  /** Tasks queued there, as of its latest commit. */
+  queued: number;
+  wants: boolean;
+  asked: boolean;
+  /** The watched task it announced and has not committed yet. */
+  running: number | undefined;
+}
+
+const newView = <T>(rank: number): WorkerView<T> => ({
+  rank,
+  alive: true,
+  joined: false,
+  next: 0,
+  early: new Map(),
+  ledger: new Map(),
+  granted: 0,
+  received: 0,
+  capacity: 0,
+  queued: 0,
+  wants: false,
+  asked: false,
+  running: undefined,
+});
+
+/**
+ * The coordinator of a centralized pool that survives worker deaths (`retries` > 0; resilient-protocol.ts).
+ * It deals like the plain coordinator (coordinator.ts: credit from each worker's measured capacity, chunks that
+ * shrink as the queue drains, RELEASE when workers run dry), and keeps a ledger per worker of every task it
+ * holds, which each commit moves from one exact state to the next. When a worker dies, every task in its ledger
+ * goes back to the queue and is dealt again, and nothing it did after its latest commit counts: so every
+ * task's value and puts are counted exactly once, and the run's result is that of a run without the death.
+ *
+ * Poison tasks: tasks re-dealt after a death are watched (each run announced before it starts and committed
+ * right after), so a later death is pinned on the task that was running. A task that was running on
+ * `retries` workers that died fails the run, naming it. The death that first made it a suspect cannot be
+ * pinned on it (knowing what runs at every moment would cost a message per task), so it runs at most
+ * `retries + 1` times.
+ */
+export class ResilientCoordinator<T> implements Engine<T> {
+  private readonly settled = deferred();
+  readonly done = this.settled.promise;
+  private readonly queue = new TaskQueue<Held<T>>("fifo");
+  private readonly workers: WorkerView<T>[] = [];
+  private readonly byRank = new Map<number, WorkerView<T>>();
+  private finished = false;
+  private cursor = 0;
+  private nextId = 1;
+
+  constructor(
+    private readonly rt: PoolRuntime,
+    initial: readonly PendingPut<T>[],
+  ) {
+    for (let r = 0; r < rt.size; r++) {
+      if (r === rt.config.coordinator && !rt.config.coordinatorWorks) continue;
+      const w = newView<T>(r);
+      this.workers.push(w);
+      this.byRank.set(r, w);
+    }
+    for (const p of initial) this.put(p.task, p.priority);
+  }
+
+  queued(): number {
+    return this.queue.size;
+  }
+
+  start(): void {
+    this.dispatch();
+    this.checkTermination();
+  }
+
+  put(task: T, priority: number): void {
+    if (this.finished) return;
+    this.queue.push({ task, priority, killed: [], watched: false }, priority);
+    this.dispatch();
+  }
+
+  onMessage(source: number, tag: number, body: Record<string, unknown>): void {
+    if (this.finished) return;
+    if (tag === TAG.fail) {
+      this.abort(body as unknown as Fail, source);
+      return;
+    }
+    if (tag === TAG.stop) {
+      this.stop(body.r as WireResult);
+      return;
+    }
+    if (tag !== TAG.status) return;
+    const w = this.byRank.get(source);
+    if (!w?.alive) return;
+    const c = body as unknown as Commit;
+    // Commits change the ledger step by step: they apply in the order sent, whatever order they arrive in.
+    w.early.set(c.s, c);
+    for (let next = w.early.get(w.next); next; next = w.early.get(w.next)) {
+      w.early.delete(w.next);
+      w.next++;
+      this.apply(w, next);
+    }
+    this.dispatch();
+    this.checkTermination();
+  }
+
+  private apply(w: WorkerView<T>, c: Commit): void {
+    this.rt.count("commitsReceived");
+    w.joined = true;
+    for (const id of c.x ?? []) {
+      w.ledger.delete(id);
+      if (w.running === id) w.running = undefined;
+    }
+    for (const id of c.g ?? []) {
+      const h = w.ledger.get(id);
+      if (!h) continue;
+      w.ledger.delete(id);
+      this.queue.push(h, h.priority);
+    }
+    const ids = c.hi ?? [];
+    const heldWatched = new Set(c.hw);
+    for (let k = 0; k < ids.length; k++) {
+      const priority = c.hq ? (c.hq[k] as number) : 0;
+      const watched = heldWatched.has(k);
+      w.ledger.set(ids[k] as number, { task: c.ht?.[k] as T, priority, killed: [], watched });
+    }
+    const tasks = c.t ?? [];
+    const sentWatched = new Set(c.tw);
+    for (let k = 0; k < tasks.length; k++) {
+      const priority = c.q ? (c.q[k] as number) : 0;
+      this.queue.push({ task: tasks[k] as T, priority, killed: [], watched: sentWatched.has(k) }, priority);
+    }
+    if (c.a !== undefined) {
+      w.running = c.a;
+      this.rt.send(w.rank, TAG.watching, { a: c.a });
+    }
+    this.rt.results.merge(c.r);
+    w.capacity = c.c;
+    w.queued = c.l;
+    w.received = c.u;
+    w.wants = c.w === 1;
+    if (c.o !== 1) w.asked = false;
+    const size = this.queue.size;
+    if (size > (this.rt.stats.counters.maxQueue ?? 0)) this.rt.stats.counters.maxQueue = size;
+  }
+
+  private dispatch(): void {
+    const n = this.workers.length;
+    if (n === 0 || this.finished) return;
+    const chunkCap = this.rt.config.chunk > 0 ? this.rt.config.chunk : Number.POSITIVE_INFINITY;
+    let unmet = 0;
+    for (let k = 0; k < n; k++) {
+      const w = this.workers[(this.cursor + k) % n] as WorkerView<T>;
+      if (!w.alive || !w.joined || !w.wants) continue;
+      const deficit = w.capacity - w.queued - (w.granted - w.received);
+      if (deficit <= 0) continue;
+      if (this.queue.size === 0) {
+        unmet += deficit;
+        continue;
+      }
+      const chunk = Math.max(1, Math.min(deficit, Math.ceil(this.queue.size / (2 * n)), chunkCap));
+      const held: Held<T>[] = [];
+      const prios: number[] = [];
+      this.queue.give(chunk, held, prios);
+      const grant: Grant = { t: [], i: [] };
+      const watched: number[] = [];
+      for (let i = 0; i < held.length; i++) {
+        const h = held[i] as Held<T>;
+        const id = this.nextId++;
+        w.ledger.set(id, h);
+        grant.t.push(h.task);
+        grant.i.push(id);
+        if (h.watched) watched.push(i);
+      }
+      if (prios.some((p) => p !== 0)) grant.q = prios;
+      if (watched.length > 0) grant.a = watched;
+      w.granted += held.length;
+      w.wants = false;
+      this.rt.count("grants");
+      this.rt.count(w.rank === this.rt.rank ? "tasksKept" : "tasksGranted", held.length);
+      this.rt.send(w.rank, TAG.grant, grant as unknown as Record<string, unknown>);
+    }
+    this.cursor = (this.cursor + 1) % n;
+    if (unmet > 0) this.seekWork();
+  }
+
+  /** Workers wait and the queue is empty: ask the most loaded others (as last seen) to give some back. */
+  private seekWork(): void {
+    let waiting = 0;
+    const victims: WorkerView<T>[] = [];
+    for (const w of this.workers) {
+      if (!w.alive) continue;
+      if (w.wants) waiting++;
+      if (w.asked) waiting--;
+      else if (!w.wants && w.queued > 0) victims.push(w);
+    }
+    if (waiting <= 0 || victims.length === 0) return;
+    victims.sort((a, b) => b.queued - a.queued);
+    for (const w of victims.slice(0, waiting + 1)) {
+      w.asked = true;
+      this.rt.count("releasesSent");
+      this.rt.send(w.rank, TAG.release, {});
+    }
+  }
+
+  /**
+   * Worker `rank` died: everything in its ledger goes back to the queue, watched, and nothing it sends any more
+   * counts. Returns how many tasks were re-dealt (undefined for a rank that was no worker of this run).
+   */
+  onPeerDead(rank: number, error: Error): number | undefined {
+    const w = this.byRank.get(rank);
+    if (this.finished || !w?.alive) return undefined;
+    w.alive = false;
+    w.early.clear();
+    const running = w.running === undefined ? undefined : w.ledger.get(w.running);
+    if (running) {
+      running.killed.push(rank);
+      if (running.killed.length >= this.rt.config.retries) {
+        const ranks = running.killed.join(", ");
+        this.fail(
+          new TaskError(
+            rank,
+            running.task,
+            `task ${describe(running.task)} was running on ${running.killed.length} worker` +
+              `${running.killed.length === 1 ? "" : "s"} that died (rank${running.killed.length === 1 ? "" : "s"} ` +
+              `${ranks}): it kills its worker; the pool's retries=${this.rt.config.retries} are used up`,
+            { cause: error },
+          ),
+        );
+        return 0;
+      }
+    }
+    const redealt = w.ledger.size;
+    for (const h of w.ledger.values()) {
+      h.watched = true;
+      this.queue.push(h, h.priority);
+    }
+    w.ledger.clear();
+    this.rt.count("workersLost");
+    this.rt.count("tasksRedealt", redealt);
+    if (!this.workers.some((v) => v.alive)) {
+      const left = this.queue.size;
+      this.fail(
+        new RankFailedError(
+          rank,
+          `every worker of the pool died (the last: ${error.message}); ${left} task${left === 1 ? "" : "s"} not run`,
+          { cause: error },
+        ),
+      );
+      return redealt;
+    }
+    this.dispatch();
+    this.checkTermination();
+    return redealt;
+  }
+
+  private checkTermination(): void {
+    if (this.finished || this.queue.size > 0) return;
+    for (const w of this.workers) {
+      if (!w.alive) continue;
+      if (!w.joined || w.ledger.size > 0 || w.queued > 0 || !w.wants || w.early.size > 0) return;
+    }
+    this.finished = true;
+    const result = this.rt.results.take();
+    this.rt.results.final = result;
+    for (const w of this.workers) if (w.alive) this.rt.send(w.rank, TAG.done, withResult({}, result));
+    this.settled.resolve();
+  }
+
+  private alive(except?: number): number[] {
+    return this.workers.filter((w) => w.alive && w.rank !== except).map((w) => w.rank);
+  }
+
+  private abort(f: Fail, source: number): void {
+    this.finished = true;
+    sendFail(this.rt, this.alive(source), TAG.fail, f);
+    this.settled.reject(failFromMessage(f));
+  }
+
+  stop(result: WireResult): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.rt.endStopped(result);
+    for (const r of this.alive()) this.rt.send(r, TAG.stopped, withResult({}, result));
+    this.settled.resolve();
+  }
+
+  fail(error: Error): void {
+    if (this.finished) return;
+    this.finished = true;
+    sendFail(this.rt, this.alive(), TAG.fail, failureBody(this.rt.rank, error));
+    this.settled.reject(error);
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * The messages of a centralized pool that survives worker deaths (option `retries` > 0): the coordinator keeps
+ * a ledger of the tasks each worker holds, and a worker's COMMIT changes that ledger and carries the results of
+ * what it finished in one message. So everything a worker did up to its latest commit that arrived is counted
+ * once, and everything after it is lost with the worker and done again from its ledger: every task's value and
+ * every task it put count exactly once. All messages carry the run epoch `e`.
+ *
+ * A ledger id names one task a worker holds: positive ids are the coordinator's (given with a grant), negative
+ * ones the worker's own (tasks its handlers put, given an id when a commit first reports them held). Ids are
+ * never reused within a run.
+ *
+ * COMMIT   worker -> coordinator  { s: sequence (the coordinator applies commits in this order), x?: ledger ids
+ *                                   finished since the last commit, g?: ledger ids given back (the coordinator
+ *                                   has their tasks: they go back to its queue), hi?/ht/hq?: ids, tasks and
+ *                                   priorities of tasks put here since the last commit and still held here,
+ *                                   hw?: indices in hi of watched ones, t?/q?: tasks put here and sent to
+ *                                   the coordinator's queue, tw?: indices in t of watched ones (a watched
+ *                                   task's puts are watched for a while: resilient-worker.ts WATCH_MS), r?: the partial
+ *                                   result of the tasks finished since the last commit, a?: the ledger id of a
+ *                                   watched task about to start, c: tasks it wants to hold, m: mean task ms, l:
+ *                                   tasks queued here, u: tasks received in grants in all, w: 1 while it waits
+ *                                   for a grant, o: 1 while a RELEASE is unanswered }
+ * GRANT    coordinator -> worker  { t: tasks, i: their ledger ids, q?: priorities, a?: 1 at each index of a
+ *                                   watched task (it may have killed a worker: announced, and started once
+ *                                   WATCHING comes back; committed right after) }
+ * WATCHING coordinator -> worker  { a: ledger id }  the announcement of watched task `a` was applied: the
+ *                                   worker may start it (an announcement still in the worker's socket when the
+ *                                   task kills it would be lost with it, and the task never blamed)
+ * RELEASE, DONE, FAIL, STOP, STOPPED as in protocol.ts.
+ */
+import { TAG as PLAIN_TAG } from "./protocol.ts";
+
+/** The plain protocol's tags, plus WATCHING: the coordinator has seen a watched task's announcement. */
+export const TAG = { ...PLAIN_TAG, watching: 8 } as const;
+
+export interface Commit {
+  s: number;
+  x?: number[];
+  g?: number[];
+  hi?: number[];
+  ht?: unknown[];
+  hq?: number[];
+  hw?: number[];
+  t?: unknown[];
+  q?: number[];
+  tw?: number[];
+  r?: [unknown];
+  a?: number;
+  c: number;
+  m: number;
+  l: number;
+  u: number;
+  w: number;
+  o: number;
+}
+
+export interface Grant {
+  t: unknown[];
+  i: number[];
+  q?: number[];
+  a?: number[];
+}

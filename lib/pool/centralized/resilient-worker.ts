@@ -1,0 +1,368 @@
+import { deferred } from "../../deferred.ts";
+import { Executor, now } from "../executor.ts";
+import { failFromMessage, failureBody, sendFail } from "../failure.ts";
+import { TaskQueue } from "../queue.ts";
+import { type WireResult, withResult } from "../results.ts";
+import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
+import type { TaskContext, TaskHandler } from "../types.ts";
+import type { Fail } from "./protocol.ts";
+import { type Commit, type Grant, TAG } from "./resilient-protocol.ts";
+
+/** Largest number of tasks a worker asks to hold. */
+const MAX_CAPACITY = 8192;
+/** Most tasks given back in one commit. */
+const MAX_RELEASE = 4096;
+/** Puts sent to the coordinator once this many wait (else with the next commit). */
+const FLUSH_TASKS = 512;
+/**
+ * A worker commits at least this often while it works: what it did since its last commit is what its death
+ * would cost (done again elsewhere). Each commit carries the tasks put since the last one that are still held.
+ */
+export const COMMIT_MS = 100;
+/**
+ * How long the tasks put by a watched task are watched too, from when the re-dealt task starts: a worker that
+ * died had run at most about COMMIT_MS of work since its last commit, so the task that killed it, if it was
+ * put by a task in its ledger, is reached again within about that much work from it.
+ */
+const WATCH_MS = 2 * COMMIT_MS;
+
+/** A task this worker holds: its ledger id (0: put here since the last commit, not in the ledger yet). */
+interface Entry<T> {
+  readonly task: T;
+  readonly priority: number;
+  id: number;
+  /** Still queued here (not started, not given back). */
+  queued: boolean;
+  /**
+   * It may have killed a worker: announced before it runs, committed right after. 0: not watched; -1: watched
+   * from when it starts; else the time until which it and the tasks it puts are watched (WATCH_MS).
+   */
+  watch: number;
+}
+
+/** Whether `e` is watched still (or will be from its start): a watched task's puts keep its watch a while. */
+const isWatched = (e: Entry<unknown>): boolean => e.watch === -1 || (e.watch > 0 && now() < e.watch);
+
+/**
+ * A worker of a centralized pool that survives worker deaths (resilient-protocol.ts). It runs tasks like the
+ * plain worker (worker.ts: its own puts newest first, what was dealt in the order dealt, capacity from measured
+ * rates), and reports to the coordinator only in commits, each of which moves the coordinator's ledger of what
+ * this worker holds from one exact state to the next: the ledger tasks finished, the ones given back, the
+ * tasks put since the last commit that are still held here (which now enter the ledger), the tasks sent to
+ * the coordinator's queue, and the values returned by every task finished since. Tasks put and finished
+ * between two commits never travel. A commit is sent only between tasks, never while one runs, so each
+ * finished task's value and puts are in the same commit.
+ */
+export class ResilientWorker<T> implements Engine<T> {
+  private readonly settled = deferred();
+  readonly done = this.settled.promise;
+  private readonly own: TaskQueue<Entry<T>>;
+  private readonly dealt = new TaskQueue<Entry<T>>("fifo");
+  private readonly exec: Executor<T>;
+  private readonly keep: number;
+  private finished = false;
+  private stopping = false;
+  private wake: (() => void) | undefined;
+  private seq = 0;
+  /** Since the last commit: ledger ids finished and given back, entries put here, tasks for the coordinator. */
+  private finishedIds: number[] = [];
+  private givenIds: number[] = [];
+  private fresh: Entry<T>[] = [];
+  private outTasks: T[] = [];
+  private outPrios: number[] = [];
+  /** Indices in outTasks of watched tasks. */
+  private outWatched: number[] = [];
+  private nextOwnId = -1;
+  private received = 0;
+  private executed = 0;
+  private committedExecuted = 0;
+  private lastCommit = now();
+  private owed = false;
+  private requestSentAt = -1;
+  private parked = false;
+  private capacity: number;
+  private rttMs = 0;
+  /** The task running now (its puts inherit its watch). */
+  private current: Entry<T> | undefined;
+  /** Resolves when the coordinator has seen the announcement of the watched task about to start. */
+  private seen: (() => void) | undefined;
+
+  constructor(
+    private readonly rt: PoolRuntime,
+    handler: TaskHandler<T>,
+    ctx: TaskContext<T>,
+    initial: readonly PendingPut<T>[],
+  ) {
+    this.own = new TaskQueue<Entry<T>>(rt.config.order);
+    this.keep = rt.config.keep;
+    this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
+    this.capacity = rt.config.chunk > 0 ? Math.max(2, rt.config.chunk) : 4;
+    for (const p of initial) this.put(p.task, p.priority);
+  }
+
+  queued(): number {
+    return this.own.size + this.dealt.size;
+  }
+
+  private next(): Entry<T> | undefined {
+    const own = this.own;
+    const dealt = this.dealt;
+    if (dealt.size === 0) return own.pop();
+    if (own.size === 0) return dealt.pop();
+    return (own.peekPriority() as number) >= (dealt.peekPriority() as number) ? own.pop() : dealt.pop();
+  }
+
+  start(): void {
+    void this.loop().catch((e: Error) => this.fail(e));
+  }
+
+  put(task: T, priority: number): void {
+    if (this.finished) return;
+    if (this.own.size < this.keep) {
+      const parent = this.current;
+      const watch = parent !== undefined && parent.watch > 0 && now() < parent.watch ? parent.watch : 0;
+      const e: Entry<T> = { task, priority, id: 0, queued: true, watch };
+      this.own.push(e, priority);
+      this.fresh.push(e);
+    } else {
+      this.outTasks.push(task);
+      this.outPrios.push(priority);
+    }
+    if (this.parked) this.wakeUp();
+    else if (this.outTasks.length >= FLUSH_TASKS) this.commit(false);
+  }
+
+  /** Moves up to `n` queued tasks to the coordinator: dealt ones first (not started here), then the oldest own. */
+  private giveBack(n: number): number {
+    const taken: Entry<T>[] = [];
+    const prios: number[] = [];
+    this.dealt.give(n, taken, prios);
+    if (taken.length < n) this.own.give(n - taken.length, taken, prios);
+    for (const e of taken) {
+      e.queued = false;
+      if (e.id !== 0) this.givenIds.push(e.id);
+      else {
+        if (isWatched(e)) this.outWatched.push(this.outTasks.length);
+        this.outTasks.push(e.task);
+        this.outPrios.push(e.priority);
+      }
+    }
+    return taken.length;
+  }
+
+  private release(): void {
+    const n = this.queued();
+    if (n === 0) return;
+    this.owed = false;
+    this.rt.count("releases");
+    this.rt.count("tasksReleased", this.giveBack(Math.min(MAX_RELEASE, Math.ceil(n / 2))));
+    this.commit(false);
+  }
+
+  /**
+   * Sends one commit: everything since the last one (see the class comment). `watching`: a watched task about
+   * to start (still marked queued, so that one put here since the last commit enters the ledger now).
+   */
+  private commit(request: boolean, watching?: Entry<T>): void {
+    const body: Commit = {
+      s: this.seq++,
+      c: this.capacity,
+      m: this.exec.meanTaskMs(),
+      l: this.queued(),
+      u: this.received,
+      w: 0,
+      o: this.owed ? 1 : 0,
+    };
+    if (this.finishedIds.length > 0) body.x = this.finishedIds;
+    if (this.givenIds.length > 0) body.g = this.givenIds;
+    const heldIds: number[] = [];
+    const heldTasks: T[] = [];
+    const heldPrios: number[] = [];
+    const heldWatched: number[] = [];
+    for (const e of this.fresh) {
+      if (!e.queued) continue;
+      e.id = this.nextOwnId--;
+      if (isWatched(e)) heldWatched.push(heldIds.length);
+      heldIds.push(e.id);
+      heldTasks.push(e.task);
+      heldPrios.push(e.priority);
+    }
+    if (heldIds.length > 0) {
+      body.hi = heldIds;
+      body.ht = heldTasks;
+      if (heldPrios.some((p) => p !== 0)) body.hq = heldPrios;
+      if (heldWatched.length > 0) body.hw = heldWatched;
+    }
+    if (this.outTasks.length > 0) {
+      body.t = this.outTasks;
+      if (this.outPrios.some((p) => p !== 0)) body.q = this.outPrios;
+      if (this.outWatched.length > 0) body.tw = this.outWatched;
+    }
+    if (watching !== undefined) body.a = watching.id;
+    withResult(body as unknown as Record<string, unknown>, this.rt.results.take());
+    this.finishedIds = [];
+    this.givenIds = [];
+    this.fresh = [];
+    this.outTasks = [];
+    this.outPrios = [];
+    this.outWatched = [];
+    this.committedExecuted = this.executed;
+    this.lastCommit = now();
+    if (request) this.requestSentAt = this.lastCommit;
+    body.w = this.requestSentAt >= 0 ? 1 : 0;
+    this.rt.count("commits");
+    this.rt.send(this.rt.config.coordinator, TAG.status, body as unknown as Record<string, unknown>);
+  }
+
+  /** Capacity from rates, as the plain worker's (worker.ts): two grant turnarounds of tasks, plus one. */
+  private updateCapacity(): void {
+    if (this.rt.config.chunk > 0 || this.executed === 0 || this.rttMs <= 0) return;
+    const netMs = this.rt.stats.busyMs / Math.max(1, this.executed);
+    const want = Math.ceil((2 * this.rttMs) / Math.max(netMs, 1e-4)) + 1;
+    this.capacity = Math.min(MAX_CAPACITY, Math.max(2, want));
+  }
+
+  private async loop(): Promise<void> {
+    const exec = this.exec;
+    exec.resume();
+    this.commit(true);
+    while (!this.finished) {
+      for (let e = this.next(); e !== undefined; e = this.next()) {
+        let watched = false;
+        if (e.watch !== 0) {
+          const t = now();
+          if (e.watch === -1) e.watch = t + WATCH_MS;
+          watched = e.watch > t;
+        }
+        if (watched) {
+          this.commit(false, e);
+          await new Promise<void>((resolve) => {
+            this.seen = resolve;
+          });
+          if (this.finished || this.stopping) return;
+        }
+        e.queued = false;
+        this.current = e;
+        const running = exec.execute(e.task);
+        if (running) await running;
+        this.current = undefined;
+        this.executed++;
+        if (e.id !== 0) this.finishedIds.push(e.id);
+        if (this.finished || this.stopping) return;
+        // A watched task is committed at once: a death from here on is not its doing.
+        if (watched) this.commit(false);
+        const size = this.queued();
+        if (this.owed && size > 0) this.release();
+        if (this.requestSentAt < 0 && size * 2 <= this.capacity) {
+          this.updateCapacity();
+          this.commit(true);
+        }
+        if (exec.sliceOver()) {
+          if (this.outTasks.length > 0 || now() - this.lastCommit >= COMMIT_MS) this.commit(false);
+          await exec.yield();
+          if (this.finished || this.stopping) return;
+        }
+      }
+      if (this.finished) return;
+      exec.pause();
+      // Idle: commit what was done (the coordinator sees termination from commits), and ask unless asked.
+      this.owed = false;
+      if (
+        this.executed > this.committedExecuted ||
+        this.finishedIds.length > 0 ||
+        this.givenIds.length > 0 ||
+        this.outTasks.length > 0 ||
+        this.requestSentAt < 0
+      ) {
+        this.commit(this.requestSentAt < 0);
+      }
+      if (this.queued() > 0) continue;
+      this.parked = true;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+      this.parked = false;
+      exec.resume();
+    }
+  }
+
+  onMessage(_source: number, tag: number, body: Record<string, unknown>): void {
+    if (this.finished) return;
+    if (tag === TAG.grant) {
+      const g = body as unknown as Grant;
+      const watched = new Set(g.a ?? []);
+      for (let k = 0; k < g.t.length; k++) {
+        const priority = g.q ? (g.q[k] as number) : 0;
+        this.dealt.push(
+          { task: g.t[k] as T, priority, id: g.i[k] as number, queued: true, watch: watched.has(k) ? -1 : 0 },
+          priority,
+        );
+      }
+      this.received += g.t.length;
+      this.rt.count("grantsReceived");
+      if (this.requestSentAt >= 0) {
+        const sample = now() - this.requestSentAt;
+        this.rttMs = this.rttMs === 0 ? sample : this.rttMs * 0.75 + sample * 0.25;
+        this.updateCapacity();
+        this.requestSentAt = -1;
+      }
+      this.wakeUp();
+    } else if (tag === TAG.watching) {
+      const seen = this.seen;
+      this.seen = undefined;
+      seen?.();
+    } else if (tag === TAG.release) {
+      this.rt.count("releasesAsked");
+      // Answered between tasks (a commit never goes out while a task runs), or by the next idle commit. Not at
+      // once while parked: the latest commit said this worker holds nothing, and a grant on its way wakes it.
+      this.owed = true;
+    } else if (tag === TAG.done) {
+      this.finished = true;
+      this.rt.results.final = body.r as WireResult;
+      this.rt.stats.counters.capacity = this.capacity;
+      this.settled.resolve();
+      this.wakeUp();
+    } else if (tag === TAG.fail) {
+      this.finished = true;
+      this.settled.reject(failFromMessage(body as unknown as Fail));
+      this.wakeUp();
+    } else if (tag === TAG.stopped) {
+      this.finished = true;
+      this.rt.endStopped(body.r as WireResult);
+      this.settled.resolve();
+      this.wakeUp();
+    }
+  }
+
+  /** Another rank died: only the coordinator's death matters here, and it ends the run (nobody holds a ledger). */
+  onPeerDead(rank: number, error: Error): undefined {
+    if (rank === this.rt.config.coordinator) this.fail(error);
+    return undefined;
+  }
+
+  private wakeUp(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+    // A run that ends while a watched task waits for WATCHING ends that wait too.
+    if (this.finished) {
+      const seen = this.seen;
+      this.seen = undefined;
+      seen?.();
+    }
+  }
+
+  stop(result: WireResult): void {
+    if (this.finished || this.stopping) return;
+    this.stopping = true;
+    this.rt.send(this.rt.config.coordinator, TAG.stop, withResult({}, result));
+  }
+
+  fail(error: Error): void {
+    if (this.finished) return;
+    this.finished = true;
+    sendFail(this.rt, [this.rt.config.coordinator], TAG.fail, failureBody(this.rt.rank, error));
+    this.settled.reject(error);
+    this.wakeUp();
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * Death notices on a rank: the launcher writes `{"t":"dead","rank":R,"why":W}` to every live rank's control
+ * channel (control.ts) when it survives the death of rank R, which it does only once a pool has asked it to
+ * (`{"t":"tolerate","essential":[...]}`, launcher/job.ts). Every rank gets the notices in the same order. Without
+ * a launcher none ever arrives.
+ */
+
+/** Called once per death notice, with the dead rank and why it died (`killed by SIGKILL`, `exit code 3`, ...). */
+export type RankDeathListener = (rank: number, why: string) => void;
+
+interface DeathRegistry {
+  /** Every notice received so far, in order: a listener that registers late is told them all first. */
+  readonly notices: { readonly rank: number; readonly why: string }[];
+  readonly listeners: Set<RankDeathListener>;
+}
+
+/**
+ * Where the registry lives (a global, as report.ts's CONTROL_KEY): the preload's control channel and the app's
+ * pools may load this module twice (from sources and from dist/, or under two URLs), and must still share it.
+ */
+const DEATHS_KEY = Symbol.for("workpool.deaths");
+
+function registry(): DeathRegistry {
+  const global = globalThis as Record<symbol, DeathRegistry | undefined>;
+  global[DEATHS_KEY] ??= { notices: [], listeners: new Set() };
+  return global[DEATHS_KEY];
+}
+
+/**
+ * Calls `listener` for every death notice this rank gets from the launcher: first, synchronously, for each one
+ * that arrived before this call (in order, so no notice is lost to a late registration), then for each new one
+ * as it arrives. Returns a function that unsubscribes it; a listener unsubscribed while a notice is being
+ * delivered is not called for it. A listener that throws during the replay makes this call throw (and it is
+ * not registered); one that throws for a new notice does not keep the notice from the other listeners, and its
+ * error is then uncaught, as from any event handler.
+ */
+export function onRankDeath(listener: RankDeathListener): () => void {
+  const { notices, listeners } = registry();
+  for (const { rank, why } of notices) listener(rank, why);
+  listeners.add(listener);
+  return () => {
+    listeners.delete(listener);
+  };
+}
+
+/** Records a death notice and tells every registered listener (called by the control channel). */
+export function deliverRankDeath(rank: number, why: string): void {
+  const { notices, listeners } = registry();
+  notices.push({ rank, why });
+  // A listener registered from inside another gets this notice by its replay, not a second time from here.
+  for (const listener of [...listeners]) {
+    if (!listeners.has(listener)) continue;
+    try {
+      listener(rank, why);
+    } catch (e) {
+      queueMicrotask(() => {
+        throw e;
+      });
+    }
+  }
+}

@@ -1,0 +1,238 @@
+/**
+ * An in-process simulation of a centralized pool that survives worker deaths (option `retries`): the real
+ * ResilientCoordinator and ResilientWorkers in one thread, joined by simulated channels that a seeded
+ * adversarial scheduler drives. At every step it picks, from the seed, one of: deliver any message in flight
+ * (any channel, any position: messages overtake each other), let the workers' run loops take a turn of the
+ * event loop, kill a worker (from then on nothing it sends leaves it; what it sent before may still arrive),
+ * or tell the others of a death (after which what the dead rank sent is dropped, as the messaging layer does).
+ * The clock is virtual (each read advances it a little), so slices, commit times and measured rates are the
+ * same on every replay of a seed.
+ *
+ * Workloads (each task returns 1, so a correct run's result is the number of tasks):
+ * - tree: one root, FAN children per task below `tasks`;
+ * - flat: `tasks` independent tasks put on the coordinator;
+ * - poison: a tree in which task `tasks/2` kills whichever worker runs it: the run must fail naming it.
+ */
+import { ResilientCoordinator } from "../../lib/pool/centralized/resilient-coordinator.ts";
+import { ResilientWorker } from "../../lib/pool/centralized/resilient-worker.ts";
+import { RESILIENT, WorkingCoordinator } from "../../lib/pool/centralized/working.ts";
+import { RankFailedError } from "../../lib/errors.ts";
+import { resolvePoolConfig } from "../../lib/pool/options.ts";
+import { seededRandom } from "../../lib/pool/partner/random.ts";
+import { Results } from "../../lib/pool/results.ts";
+import { type Engine, type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
+import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
+
+export type ResilientWorkload = "tree" | "flat" | "poison";
+
+export interface ResilientParams {
+  readonly size: number;
+  readonly workload: ResilientWorkload;
+  readonly tasks: number;
+  /** Workers killed at random points (the poison workload kills by itself). */
+  readonly kills: number;
+  readonly retries: number;
+  readonly seed: number;
+  readonly keep?: number;
+  readonly coordinatorWorks?: boolean;
+}
+
+export interface ResilientOutcome {
+  readonly problems: string[];
+  readonly steps: number;
+  readonly killed: number[];
+  readonly overtakes: number;
+  /** Tasks re-dealt after deaths, and handler runs beyond one per task (work done again). */
+  readonly redealt: number;
+  readonly rerun: number;
+}
+
+const MAX_STEPS = 400_000;
+const FAN = 3;
+
+interface InFlight {
+  readonly source: number;
+  readonly dest: number;
+  readonly tag: number;
+  readonly body: Record<string, unknown>;
+  readonly seq: number;
+}
+
+interface Task {
+  readonly id: number;
+}
+
+export function resilientReplayHint(p: ResilientParams): string {
+  return `replay: simulateResilient(${JSON.stringify(p)}) (test/helpers/resilient-sim.ts)`;
+}
+
+export async function simulateResilient(p: ResilientParams): Promise<ResilientOutcome> {
+  const rnd = seededRandom(p.seed * 104729 + 7);
+  const realNow = performance.now.bind(performance);
+  let clock = 0;
+  performance.now = () => (clock += 0.013);
+  try {
+    return await run(p, rnd);
+  } finally {
+    performance.now = realNow;
+  }
+}
+
+async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutcome> {
+  const { size, tasks } = p;
+  const config = resolvePoolConfig(
+    {
+      mode: "centralized",
+      retries: p.retries,
+      ...(p.keep !== undefined ? { keep: p.keep } : {}),
+      ...(p.coordinatorWorks ? { coordinatorWorks: true } : {}),
+    },
+    undefined,
+    size,
+  );
+  const deliverWeight = 0.2 + rnd() * 0.6;
+  const inFlight: InFlight[] = [];
+  const channelSeq = new Map<number, number>();
+  const lastDelivered = new Map<number, number>();
+  const problems: string[] = [];
+  const dead = new Set<number>();
+  /** Dead ranks the others have not been told of yet. */
+  const untold: number[] = [];
+  const runs = new Map<number, number>();
+  let overtakes = 0;
+  let redealt = 0;
+  const poisonId = Math.floor(tasks / 2);
+  // Kill points: a worker (never the coordinator, rank 0) dies once this many handler runs have happened.
+  const killAt = new Map<number, number>();
+  const victims = Array.from({ length: size - 1 }, (_, i) => i + 1);
+  for (let k = 0; k < p.kills && victims.length > 0; k++) {
+    const rank = victims.splice(Math.floor(rnd() * victims.length), 1)[0] as number;
+    killAt.set(rank, Math.floor(rnd() * tasks));
+  }
+  let handlerRuns = 0;
+
+  const engines: Engine<Task>[] = [];
+  const outcome: ("pending" | "resolved" | "rejected")[] = [];
+  const errors: (Error | undefined)[] = [];
+  const results: Results[] = [];
+  const kill = (rank: number) => {
+    if (dead.has(rank)) return;
+    dead.add(rank);
+    untold.push(rank);
+  };
+
+  for (let rank = 0; rank < size; rank++) {
+    const link: PoolLink = {
+      rank,
+      size,
+      send(dest, tag, body) {
+        if (dead.has(rank)) return 0;
+        const key = rank * size + dest;
+        const seq = (channelSeq.get(key) ?? 0) + 1;
+        channelSeq.set(key, seq);
+        inFlight.push({ source: rank, dest, tag, body: structuredClone(body), seq });
+        return 0;
+      },
+    };
+    const stats = emptyStats(rank, "centralized");
+    const res = Results.of(undefined);
+    results.push(res);
+    const rt = new PoolRuntime(link, config, 1, stats, res, undefined);
+    const ctx: TaskContext<Task> = {
+      rank,
+      put: (task) => engine.put(task, 0, undefined),
+      stop: () => {},
+    };
+    const handler = (task: Task, c: TaskContext<Task>): number => {
+      runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
+      handlerRuns++;
+      for (const [victim, at] of killAt) {
+        if (handlerRuns >= at) {
+          killAt.delete(victim);
+          kill(victim);
+        }
+      }
+      if (p.workload === "poison" && task.id === poisonId && rank !== 0) kill(rank);
+      if (p.workload !== "flat") {
+        for (let k = task.id * FAN + 1; k <= task.id * FAN + FAN && k < tasks; k++) c.put({ id: k });
+      }
+      return 1;
+    };
+    const initial =
+      rank !== 0
+        ? []
+        : p.workload === "flat"
+          ? Array.from({ length: tasks }, (_, id) => ({ task: { id }, priority: 0, to: undefined }))
+          : [{ task: { id: 0 }, priority: 0, to: undefined }];
+    const engine: Engine<Task> =
+      rank === 0
+        ? p.coordinatorWorks
+          ? new WorkingCoordinator<Task>(RESILIENT, rt, handler, ctx, initial)
+          : new ResilientCoordinator<Task>(rt, initial)
+        : new ResilientWorker<Task>(rt, handler, ctx, initial);
+    engines.push(engine);
+    outcome.push("pending");
+    errors.push(undefined);
+    engine.done.then(
+      () => (outcome[rank] = "resolved"),
+      (e: Error) => {
+        outcome[rank] = "rejected";
+        errors[rank] = e;
+      },
+    );
+  }
+  for (const e of engines) e.start();
+
+  const live = () => engines.map((_, r) => r).filter((r) => !dead.has(r));
+  let steps = 0;
+  for (; steps < MAX_STEPS; steps++) {
+    if (live().every((r) => outcome[r] !== "pending") && untold.length === 0) break;
+    const pick = rnd();
+    if (untold.length > 0 && pick < 0.02) {
+      // The death notice reaches every live rank; what the dead sent and has not arrived is dropped.
+      const rank = untold.shift() as number;
+      for (let i = inFlight.length - 1; i >= 0; i--)
+        if ((inFlight[i] as InFlight).source === rank) inFlight.splice(i, 1);
+      for (const r of live()) {
+        const n = engines[r]?.onPeerDead?.(rank, new RankFailedError(rank, `rank ${rank} died (simulated)`));
+        if (n !== undefined) redealt += n;
+      }
+    } else if (inFlight.length > 0 && pick < deliverWeight) {
+      const i = Math.floor(rnd() * inFlight.length);
+      const m = inFlight.splice(i, 1)[0] as InFlight;
+      if (dead.has(m.dest)) continue;
+      const key = m.source * size + m.dest;
+      if (m.seq < (lastDelivered.get(key) ?? 0)) overtakes++;
+      else lastDelivered.set(key, m.seq);
+      engines[m.dest]?.onMessage(m.source, m.tag, m.body);
+    } else {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  await new Promise((resolve) => setImmediate(resolve));
+
+  if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (a hang?)`);
+  const want = tasks;
+  if (p.workload === "poison") {
+    const coordinatorError = errors[0];
+    if (outcome[0] !== "rejected" || !/kills its worker/.test(String(coordinatorError?.message))) {
+      problems.push(
+        `the coordinator did not fail the run on the poison task: ${outcome[0]} ${coordinatorError?.message}`,
+      );
+    }
+    for (const r of live()) if (outcome[r] !== "rejected") problems.push(`rank ${r}: ${outcome[r]}, not rejected`);
+  } else {
+    for (const r of live()) {
+      if (outcome[r] !== "resolved") {
+        problems.push(`rank ${r}: ${outcome[r]}${errors[r] ? ` (${errors[r]?.message})` : ""}`);
+        continue;
+      }
+      const got = (results[r]?.final?.[0] as number | undefined) ?? 0;
+      if (got !== want) problems.push(`rank ${r}: result ${got}, expected ${want} (a task counted twice or lost)`);
+    }
+    for (let id = 0; id < want; id++) if (!runs.has(id)) problems.push(`task ${id} never ran`);
+  }
+  let rerun = 0;
+  for (const n of runs.values()) rerun += n - 1;
+  return { problems: problems.slice(0, 5), steps, killed: [...dead], overtakes, redealt, rerun };
+}

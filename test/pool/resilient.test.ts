@@ -1,0 +1,90 @@
+/**
+ * The centralized pool that survives worker deaths (option `retries`), in process, under seeded adversarial
+ * schedules (test/helpers/resilient-sim.ts): messages overtake each other, workers die at random points of the
+ * run (what they sent before may still arrive, until the others are told), and the result must be exact every
+ * time: each task's value counted once, none lost. A task that kills every worker that runs it must fail the
+ * run naming it. A failing schedule prints the line that replays it. And the simulation must catch a
+ * coordinator that forgets a dead worker's ledger: a test that cannot fail proves nothing.
+ *
+ * WORKPOOL_SIM_SEEDS=N runs N seeds per workload instead of the default.
+ */
+import test from "ava";
+import { ResilientCoordinator } from "../../lib/pool/centralized/resilient-coordinator.ts";
+import {
+  type ResilientParams,
+  type ResilientWorkload,
+  resilientReplayHint,
+  simulateResilient,
+} from "../helpers/resilient-sim.ts";
+
+const SEEDS = Number(process.env.WORKPOOL_SIM_SEEDS ?? 30);
+
+function paramsFor(workload: ResilientWorkload, seed: number): ResilientParams {
+  // Poison: one death that cannot be pinned on the task, `retries` that are, and a worker left over.
+  const size = workload === "poison" ? 5 + (seed % 3) : 3 + (seed % 5);
+  return {
+    size,
+    workload,
+    tasks: 200 + seed * 13,
+    kills: workload === "poison" ? 0 : 1 + (seed % Math.min(3, size - 2)),
+    retries: 2,
+    seed,
+    keep: seed % 2 ? 4 : undefined,
+    coordinatorWorks: workload !== "poison" && seed % 4 === 0,
+  };
+}
+
+for (const workload of ["tree", "flat", "poison"] as const) {
+  test(`simulated schedules with deaths: ${workload}`, async (t) => {
+    const failures: string[] = [];
+    let deaths = 0;
+    let redealt = 0;
+    let overtakes = 0;
+    for (let seed = 1; seed <= SEEDS; seed++) {
+      const p = paramsFor(workload, seed);
+      const out = await simulateResilient(p);
+      deaths += out.killed.length;
+      redealt += out.redealt;
+      overtakes += out.overtakes;
+      if (out.problems.length > 0) failures.push(`${out.problems.join("; ")}\n  ${resilientReplayHint(p)}`);
+    }
+    t.deepEqual(failures, [], `${failures.length} of ${SEEDS} schedules failed`);
+    // The schedules did kill workers that held work, and did reorder messages (else they prove little).
+    t.true(deaths >= SEEDS, `only ${deaths} deaths in ${SEEDS} schedules`);
+    t.true(redealt > 0, "no task was ever re-dealt");
+    t.true(overtakes > 0, "no message ever overtook another");
+  });
+}
+
+test("simulated schedules replay exactly from their seed", async (t) => {
+  const p = paramsFor("tree", 7);
+  const a = await simulateResilient(p);
+  const b = await simulateResilient(p);
+  t.deepEqual(a.problems, []);
+  t.is(a.steps, b.steps);
+  t.deepEqual(a.killed, b.killed);
+  t.is(a.redealt, b.redealt);
+  t.is(a.rerun, b.rerun);
+});
+
+// A coordinator that drops a dead worker's ledger instead of re-dealing it loses tasks: the simulation must
+// say so.
+test.serial("the simulation catches a coordinator that does not re-deal a dead worker's tasks", async (t) => {
+  const proto = ResilientCoordinator.prototype as unknown as { onPeerDead: (rank: number, e: Error) => unknown };
+  const original = proto.onPeerDead;
+  proto.onPeerDead = function (this: { byRank: Map<number, { ledger: Map<number, unknown> }> }, rank, e) {
+    this.byRank.get(rank)?.ledger.clear();
+    return original.call(this, rank, e);
+  };
+  let caught: string | undefined;
+  try {
+    for (let seed = 1; seed <= 40 && caught === undefined; seed++) {
+      const out = await simulateResilient(paramsFor("tree", seed));
+      if (out.problems.length > 0) caught = `seed ${seed}: ${out.problems[0]}`;
+    }
+  } finally {
+    proto.onPeerDead = original;
+  }
+  t.truthy(caught, "a coordinator that forgets dead workers' tasks passed every schedule");
+  t.log(`caught: ${caught}`);
+});
