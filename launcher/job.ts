@@ -67,6 +67,9 @@ const HEARTBEAT_START_MS = 30_000;
 /** Heartbeats per heartbeat timeout: a rank beats this many times as often as it must. */
 const BEATS_PER_TIMEOUT = 6;
 
+/** ssh's status when the connection to the host was lost (or never made). */
+const SSH_LOST = 255;
+
 /** How long ranks get between SIGTERM and SIGKILL when the job is brought down. */
 const GRACE_MS = 2000;
 
@@ -291,9 +294,14 @@ export async function runJob(opts: JobOptions): Promise<number> {
       // (not by our SIGTERM or SIGKILL), failed on its own. Only the first kind is a death the job may survive.
       const early = !stopping;
       const own = early || (signal === null && code !== 143);
+      // A death is a rank killed (a signal: SIGKILL, the kernel's OOM killer, a crash's SIGSEGV or SIGABRT) or a
+      // remote rank whose connection was lost (ssh's 255). A status of the rank's own (an uncaught error, a
+      // process.exit) is the app's verdict, and ends the job as always: a worker that rethrows its failed run's
+      // error is no death to survive.
+      const died = signal !== null || (r.remote && code === SSH_LOST);
       // What ranks wrote before this death is read first: a tolerate record still on its way decides it.
       await control.caughtUp();
-      if (early && stopReason === undefined && !failure && survival.survives(i)) {
+      if (early && died && stopReason === undefined && !failure && survival.survives(i)) {
         survival.died(i, how(code, signal));
         return;
       }

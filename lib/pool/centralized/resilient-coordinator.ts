@@ -254,7 +254,7 @@ export class ResilientCoordinator<T> implements Engine<T> {
             { cause: error },
           ),
         );
-        return 0;
+        return undefined;
       }
     }
     const redealt = w.ledger.size;
