@@ -12,6 +12,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   trees: async () => (await import("./trees.ts")).suite,
   startup: async () => (await import("./startup.ts")).suite,
   hosts: async () => (await import("./hosts.ts")).suite,
+  faults: async () => (await import("./faults.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

@@ -44,6 +44,8 @@ export const DEFAULT_COORDINATOR_WORKS = false;
 export const DEFAULT_KEEP = 65_536;
 /** Centralized: worker deaths survived per task (0: any rank's death ends the job, as in MPI). */
 export const DEFAULT_RETRIES = 0;
+/** Centralized, with retries: copy a straggler's task to an idle worker near the end (first result kept). */
+export const DEFAULT_SPECULATE = false;
 export const DEFAULT_INITIATION: Initiation = "receiver";
 export const DEFAULT_PARTNER: PartnerPolicy = "random";
 export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";

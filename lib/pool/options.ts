@@ -11,6 +11,7 @@ import {
   DEFAULT_ORDER,
   DEFAULT_PARTNER,
   DEFAULT_RETRIES,
+  DEFAULT_SPECULATE,
   DEFAULT_SEED,
   DEFAULT_TERMINATION,
   INITIATIONS,
@@ -64,6 +65,14 @@ export interface PoolOptions {
    * Needs `workpool launch` (which tells the ranks of deaths). @default 0
    */
   readonly retries?: number;
+  /**
+   * Centralized, with `retries`: rescission for time (seed 004). Near the end, when a worker waits with nothing
+   * to do and another has been running its last task for more than twice the idle one's mean task time, the
+   * coordinator deals a copy of that task to the idle worker and keeps whichever completes first; the other's
+   * value and puts are discarded, so the result is still exact. Only for tasks whose effects beyond their
+   * returned value and puts are idempotent (a task may run twice). @default false
+   */
+  readonly speculate?: boolean;
   /** Distributed: who starts a transfer. @default "receiver" */
   readonly initiation?: Initiation;
   /** Distributed: how a rank picks the partner it asks or pushes to. @default "random" */
@@ -88,6 +97,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   chunk: "centralized",
   coordinatorWorks: "centralized",
   retries: "centralized",
+  speculate: "centralized",
   initiation: "distributed",
   partner: "distributed",
   termination: "distributed",
@@ -190,6 +200,7 @@ export function resolvePoolConfig(
     coordinatorWorks: bool("coordinatorWorks", merged.coordinatorWorks ?? DEFAULT_COORDINATOR_WORKS),
     keep: nonNegativeInt("keep", merged.keep ?? DEFAULT_KEEP),
     retries: nonNegativeInt("retries", merged.retries ?? DEFAULT_RETRIES),
+    speculate: bool("speculate", merged.speculate ?? DEFAULT_SPECULATE),
     initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
     partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),
     termination: oneOf("termination", merged.termination ?? DEFAULT_TERMINATION, TERMINATIONS),
@@ -197,6 +208,11 @@ export function resolvePoolConfig(
     highWater: nonNegativeInt("highWater", merged.highWater ?? DEFAULT_HIGH_WATER),
     seed: nonNegativeInt("seed", merged.seed ?? DEFAULT_SEED),
   };
+  if (config.speculate && config.retries === 0) {
+    throw new ConfigError(
+      "pool option `speculate` needs `retries` > 0: copies of a task are told apart by the ledger that pool keeps",
+    );
+  }
   if (config.coordinator >= size) {
     throw new ConfigError(`pool option \`coordinator\` must be a rank in 0..${size - 1}; got ${config.coordinator}`);
   }

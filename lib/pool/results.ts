@@ -31,6 +31,11 @@ export class Results {
 
   constructor(private readonly combine: ReduceFn<unknown>) {}
 
+  /** An empty Results that combines as this one does (a part of the values, kept apart). */
+  fork(): Results {
+    return new Results(this.combine);
+  }
+
   static of(op: ReduceOp<unknown> | undefined): Results {
     return new Results(resolveOp(op ?? "sum", "run: option `reduce`") as ReduceFn<unknown>);
   }

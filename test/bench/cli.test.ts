@@ -8,7 +8,7 @@ import { ROOT, startNode } from "../helpers/run.ts";
 const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "bench", "index.ts"), ...args]).result;
 
 const refusals: [args: string[], message: RegExp][] = [
-  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts$/],
+  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults$/],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
   [["apps", "--graph", "no/such/file.gr"], /^bench: apps: --graph no\/such\/file\.gr: no such file$/],
@@ -21,6 +21,7 @@ const refusals: [args: string[], message: RegExp][] = [
   [["trees", "--quick=yes"], /^bench: trees: --quick takes no value; got yes$/],
   [["trees", "--quick", "apps"], /^bench: trees: --quick takes no value; got apps \(name other suites before trees\)$/],
   [["trees", "--graph", "x.gr"], /^bench: trees: unknown option --graph; options: --tree, --rounds, --quick$/],
+  [["faults", "--seconds", "0"], /^bench: faults: --seconds must be an integer in 1\.\.60; got "0"$/],
   // The second suite's bad option stops the first suite from starting.
   [["pool", "apps", "--rounds", "-1"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "-1"$/],
 ];
@@ -43,6 +44,7 @@ test("bench --help lists every suite and the apps and trees suites' options", as
     /^ {2}apps /m,
     /^ {2}trees /m,
     /^ {2}startup /m,
+    /^ {2}faults /m,
     /--graph FILE\.gr/,
     /--rounds N/,
     /--quick/,

@@ -12,6 +12,9 @@
  * - tree: one root, FAN children per task below `tasks`;
  * - flat: `tasks` independent tasks put on the coordinator;
  * - poison: a tree in which task `tasks/2` kills whichever worker runs it: the run must fail naming it.
+ * With `speculate`, worker 1 is a straggler (each of its tasks ends only when the scheduler picks it), and the
+ * coordinator's straggler timer fires when the scheduler picks it: copies race their originals, and the result
+ * must still count each task once.
  */
 import { ResilientCoordinator } from "../../lib/pool/centralized/resilient-coordinator.ts";
 import { ResilientWorker } from "../../lib/pool/centralized/resilient-worker.ts";
@@ -21,7 +24,8 @@ import { resolvePoolConfig } from "../../lib/pool/options.ts";
 import { seededRandom } from "../../lib/pool/partner/random.ts";
 import { Results } from "../../lib/pool/results.ts";
 import { type Engine, type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
-import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
+import type { Timers } from "../../lib/pool/timers.ts";
+import { emptyStats, type PoolStats, type TaskContext } from "../../lib/pool/types.ts";
 
 export type ResilientWorkload = "tree" | "flat" | "poison";
 
@@ -35,6 +39,8 @@ export interface ResilientParams {
   readonly seed: number;
   readonly keep?: number;
   readonly coordinatorWorks?: boolean;
+  /** Option `speculate`, with worker 1 a straggler: its tasks end only when the scheduler lets one end. */
+  readonly speculate?: boolean;
 }
 
 export interface ResilientOutcome {
@@ -45,6 +51,9 @@ export interface ResilientOutcome {
   /** Tasks re-dealt after deaths, and handler runs beyond one per task (work done again). */
   readonly redealt: number;
   readonly rerun: number;
+  /** Copies dealt of a straggler's tasks, and copies that lost (`speculate`). */
+  readonly speculated: number;
+  readonly rescinded: number;
 }
 
 const MAX_STEPS = 400_000;
@@ -86,6 +95,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       retries: p.retries,
       ...(p.keep !== undefined ? { keep: p.keep } : {}),
       ...(p.coordinatorWorks ? { coordinatorWorks: true } : {}),
+      ...(p.speculate ? { speculate: true } : {}),
     },
     undefined,
     size,
@@ -99,6 +109,18 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   /** Dead ranks the others have not been told of yet. */
   const untold: number[] = [];
   const runs = new Map<number, number>();
+  /** The straggler's tasks waiting to end, and the coordinator's pending timers. */
+  const slowEnds: (() => void)[] = [];
+  const timerFns = new Map<number, () => void>();
+  let timerSeq = 0;
+  const timers: Timers = {
+    after(_ms, fn) {
+      const id = timerSeq++;
+      timerFns.set(id, fn);
+      return () => timerFns.delete(id);
+    },
+    soon: (fn) => setImmediate(fn),
+  };
   let overtakes = 0;
   let redealt = 0;
   const poisonId = Math.floor(tasks / 2);
@@ -112,6 +134,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   let handlerRuns = 0;
 
   const engines: Engine<Task>[] = [];
+  let coordinatorStats: PoolStats | undefined;
   const outcome: ("pending" | "resolved" | "rejected")[] = [];
   const errors: (Error | undefined)[] = [];
   const results: Results[] = [];
@@ -135,6 +158,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       },
     };
     const stats = emptyStats(rank, "centralized");
+    if (rank === 0) coordinatorStats = stats;
     const res = Results.of(undefined);
     results.push(res);
     const rt = new PoolRuntime(link, config, 1, stats, res, undefined);
@@ -143,7 +167,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       put: (task) => engine.put(task, 0, undefined),
       stop: () => {},
     };
-    const handler = (task: Task, c: TaskContext<Task>): number => {
+    const handler = (task: Task, c: TaskContext<Task>): number | Promise<number> => {
       runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
       handlerRuns++;
       for (const [victim, at] of killAt) {
@@ -156,6 +180,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       if (p.workload !== "flat") {
         for (let k = task.id * FAN + 1; k <= task.id * FAN + FAN && k < tasks; k++) c.put({ id: k });
       }
+      if (p.speculate && rank === 1) return new Promise<number>((resolve) => slowEnds.push(() => resolve(1)));
       return 1;
     };
     const initial =
@@ -168,7 +193,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       rank === 0
         ? p.coordinatorWorks
           ? new WorkingCoordinator<Task>(RESILIENT, rt, handler, ctx, initial)
-          : new ResilientCoordinator<Task>(rt, initial)
+          : new ResilientCoordinator<Task>(rt, initial, timers)
         : new ResilientWorker<Task>(rt, handler, ctx, initial);
     engines.push(engine);
     outcome.push("pending");
@@ -188,7 +213,13 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   for (; steps < MAX_STEPS; steps++) {
     if (live().every((r) => outcome[r] !== "pending") && untold.length === 0) break;
     const pick = rnd();
-    if (untold.length > 0 && pick < 0.02) {
+    if (slowEnds.length > 0 && pick > 0.97) {
+      (slowEnds.shift() as () => void)();
+    } else if (timerFns.size > 0 && pick > 0.95) {
+      const [id, fn] = timerFns.entries().next().value as [number, () => void];
+      timerFns.delete(id);
+      fn();
+    } else if (untold.length > 0 && pick < 0.02) {
       // The death notice reaches every live rank; what the dead sent and has not arrived is dropped.
       const rank = untold.shift() as number;
       for (let i = inFlight.length - 1; i >= 0; i--)
@@ -234,5 +265,15 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   }
   let rerun = 0;
   for (const n of runs.values()) rerun += n - 1;
-  return { problems: problems.slice(0, 5), steps, killed: [...dead], overtakes, redealt, rerun };
+  const counters = coordinatorStats?.counters ?? {};
+  return {
+    problems: problems.slice(0, 5),
+    steps,
+    killed: [...dead],
+    overtakes,
+    redealt,
+    rerun,
+    speculated: counters.speculated ?? 0,
+    rescinded: counters.rescinded ?? 0,
+  };
 }

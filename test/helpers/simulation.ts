@@ -12,7 +12,8 @@
  * async driver over the same synchronous steps.
  */
 import { seededRandom } from "../../lib/pool/partner/random.ts";
-import { DistributedEngine, type Timers } from "../../lib/pool/distributed/engine.ts";
+import { DistributedEngine } from "../../lib/pool/distributed/engine.ts";
+import type { Timers } from "../../lib/pool/timers.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
 import { Results } from "../../lib/pool/results.ts";
 import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";

@@ -89,3 +89,11 @@ test("the coordinator's death brings the job down, naming it, and leaves no rank
   t.is(r.pids.length, 4, r.stdout);
   t.deepEqual(await waitUntilGone(r.pids), []);
 });
+
+test("a 10x slow worker's last tasks are copied to idle workers (speculate); the count stays exact", async (t) => {
+  const r = await survive(4, "slow", 1, [], 1);
+  t.is(r.code, 0, r.stderr);
+  t.is(r.result?.result, 60, JSON.stringify(r.result));
+  t.true((r.result?.speculated ?? 0) >= 1, JSON.stringify(r.result));
+  t.is(r.deaths.length, 0, r.stderr);
+});

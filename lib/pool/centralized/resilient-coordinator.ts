@@ -3,6 +3,8 @@ import { describe, RankFailedError, TaskError } from "../../errors.ts";
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
+import type { Cancel } from "../strategy.ts";
+import { EVENT_LOOP_TIMERS, type Timers } from "../timers.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { Fail } from "./protocol.ts";
 import { type Commit, type Grant, TAG } from "./resilient-protocol.ts";
@@ -15,7 +17,20 @@ interface Held<T> {
   readonly killed: number[];
   /** It was held by a worker that died: each run of it is announced and committed on its own. */
   watched: boolean;
+  /** Ledger entries that name it: more than one while a copy of it runs elsewhere (`speculate`). */
+  holders: number;
+  /** With `speculate`: one copy completed (the others are rescinded), and where its copies are. */
+  done?: boolean;
+  copies?: { readonly rank: number; readonly id: number }[];
 }
+
+const held = <T>(task: T, priority: number, watched = false): Held<T> => ({
+  task,
+  priority,
+  killed: [],
+  watched,
+  holders: 0,
+});
 
 interface WorkerView<T> {
   readonly rank: number;
@@ -36,6 +51,10 @@ interface WorkerView<T> {
   asked: boolean;
   /** The watched task it announced and has not committed yet. */
   running: number | undefined;
+  /** Its mean task time in ms, from its latest commit. */
+  meanMs: number;
+  /** Ledger ids of copies that lost (`speculate`): what descends from them in its commits is dropped. */
+  readonly discard: Set<number>;
 }
 
 const newView = <T>(rank: number): WorkerView<T> => ({
@@ -52,7 +71,12 @@ const newView = <T>(rank: number): WorkerView<T> => ({
   wants: false,
   asked: false,
   running: undefined,
+  meanMs: 0,
+  discard: new Set(),
 });
+
+/** A straggler's task is copied once it has been out this many times the idle worker's mean task time. */
+const STRAGGLER_FACTOR = 2;
 
 /**
  * The coordinator of a centralized pool that survives worker deaths (`retries` > 0; resilient-protocol.ts).
@@ -77,10 +101,15 @@ export class ResilientCoordinator<T> implements Engine<T> {
   private finished = false;
   private cursor = 0;
   private nextId = 1;
+  /** With `speculate`: when each ledger id was dealt, and the timer that looks for stragglers again. */
+  private readonly dealtAt = new Map<number, number>();
+  private recheck: Cancel | undefined;
 
   constructor(
     private readonly rt: PoolRuntime,
     initial: readonly PendingPut<T>[],
+    /** The event loop's; a simulation's scheduler in tests. */
+    private readonly timers: Timers = EVENT_LOOP_TIMERS,
   ) {
     for (let r = 0; r < rt.size; r++) {
       if (r === rt.config.coordinator && !rt.config.coordinatorWorks) continue;
@@ -102,7 +131,7 @@ export class ResilientCoordinator<T> implements Engine<T> {
 
   put(task: T, priority: number): void {
     if (this.finished) return;
-    this.queue.push({ task, priority, killed: [], watched: false }, priority);
+    this.queue.push(held(task, priority), priority);
     this.dispatch();
   }
 
@@ -134,34 +163,55 @@ export class ResilientCoordinator<T> implements Engine<T> {
   private apply(w: WorkerView<T>, c: Commit): void {
     this.rt.count("commitsReceived");
     w.joined = true;
+    // A copy that lost (`speculate`): it is off the ledger already, and all that descends from it is dropped.
+    const lost = (root: number | undefined) => root !== undefined && w.discard.has(root);
     for (const id of c.x ?? []) {
-      w.ledger.delete(id);
       if (w.running === id) w.running = undefined;
+      const h = w.ledger.get(id);
+      if (!h) continue;
+      w.ledger.delete(id);
+      this.dealtAt.delete(id);
+      h.holders--;
+      if (h.copies) this.won(h, w.rank);
     }
     for (const id of c.g ?? []) {
       const h = w.ledger.get(id);
       if (!h) continue;
       w.ledger.delete(id);
-      this.queue.push(h, h.priority);
+      this.dealtAt.delete(id);
+      // Given back while a copy runs elsewhere: that copy will do.
+      if (--h.holders === 0 && !h.done) this.queue.push(h, h.priority);
     }
     const ids = c.hi ?? [];
     const heldWatched = new Set(c.hw);
+    const dropped: number[] = [];
     for (let k = 0; k < ids.length; k++) {
-      const priority = c.hq ? (c.hq[k] as number) : 0;
-      const watched = heldWatched.has(k);
-      w.ledger.set(ids[k] as number, { task: c.ht?.[k] as T, priority, killed: [], watched });
+      if (lost(c.hr?.[k])) {
+        // Put by a copy that lost: it is lost too, and so is all it puts (the worker may have started it).
+        w.discard.add(ids[k] as number);
+        dropped.push(ids[k] as number);
+        continue;
+      }
+      const h = held(c.ht?.[k] as T, c.hq ? (c.hq[k] as number) : 0, heldWatched.has(k));
+      h.holders = 1;
+      w.ledger.set(ids[k] as number, h);
     }
     const tasks = c.t ?? [];
     const sentWatched = new Set(c.tw);
     for (let k = 0; k < tasks.length; k++) {
+      if (lost(c.tr?.[k])) continue;
       const priority = c.q ? (c.q[k] as number) : 0;
-      this.queue.push({ task: tasks[k] as T, priority, killed: [], watched: sentWatched.has(k) }, priority);
+      this.queue.push(held(tasks[k] as T, priority, sentWatched.has(k)), priority);
     }
+    if (dropped.length > 0 && w.alive) this.rt.send(w.rank, TAG.rescind, { i: dropped });
     if (c.a !== undefined) {
       w.running = c.a;
       this.rt.send(w.rank, TAG.watching, { a: c.a });
     }
-    this.rt.results.merge(c.r);
+    if (c.rr) {
+      for (let k = 0; k < c.rr.length; k++) if (!lost(c.rr[k])) this.rt.results.merge(c.rv?.[k]);
+    } else this.rt.results.merge(c.r);
+    w.meanMs = c.m;
     w.capacity = c.c;
     w.queued = c.l;
     w.received = c.u;
@@ -195,6 +245,8 @@ export class ResilientCoordinator<T> implements Engine<T> {
         const h = held[i] as Held<T>;
         const id = this.nextId++;
         w.ledger.set(id, h);
+        h.holders++;
+        if (this.rt.config.speculate) this.dealtAt.set(id, performance.now());
         grant.t.push(h.task);
         grant.i.push(id);
         if (h.watched) watched.push(i);
@@ -209,6 +261,76 @@ export class ResilientCoordinator<T> implements Engine<T> {
     }
     this.cursor = (this.cursor + 1) % n;
     if (unmet > 0) this.seekWork();
+    if (this.rt.config.speculate && this.queue.size === 0) this.rescue();
+  }
+
+  /**
+   * Rescission for time (seed 004; option `speculate`): a worker waits with nothing to do, the queue is empty,
+   * and another worker has held a task for more than STRAGGLER_FACTOR times the idle one's mean task time
+   * (running it slowly, or queued behind a slow one): the idle one is dealt a copy of the oldest such task. The
+   * first copy to complete counts (`won`). Looked at again when the oldest task would cross that line.
+   */
+  private rescue(): void {
+    this.stopRecheck();
+    const t = performance.now();
+    let wake = Number.POSITIVE_INFINITY;
+    for (const v of this.workers) {
+      if (!v.alive || !v.joined || !v.wants || v.ledger.size > 0 || v.meanMs <= 0) continue;
+      const limit = STRAGGLER_FACTOR * v.meanMs;
+      let best: { u: WorkerView<T>; id: number; h: Held<T>; age: number } | undefined;
+      for (const u of this.workers) {
+        if (u === v || !u.alive) continue;
+        for (const [id, h] of u.ledger) {
+          if (h.holders > 1 || h.done) continue;
+          const age = t - (this.dealtAt.get(id) ?? t);
+          if (age <= limit) wake = Math.min(wake, limit - age);
+          else if (!best || age > best.age) best = { u, id, h, age };
+        }
+      }
+      if (!best) continue;
+      const { u, id, h } = best;
+      const copy = this.nextId++;
+      h.holders++;
+      h.copies = [
+        { rank: u.rank, id },
+        { rank: v.rank, id: copy },
+      ];
+      v.ledger.set(copy, h);
+      this.dealtAt.set(copy, t);
+      v.granted++;
+      v.wants = false;
+      this.rt.count("speculated");
+      const grant: Grant = { t: [h.task], i: [copy] };
+      if (h.priority !== 0) grant.q = [h.priority];
+      this.rt.send(v.rank, TAG.grant, grant as unknown as Record<string, unknown>);
+    }
+    if (Number.isFinite(wake)) {
+      this.recheck = this.timers.after(Math.ceil(wake) + 1, () => {
+        this.recheck = undefined;
+        if (!this.finished) this.dispatch();
+      });
+    }
+  }
+
+  private stopRecheck(): void {
+    this.recheck?.();
+    this.recheck = undefined;
+  }
+
+  /** A copy of `h` completed on `rank` first: the others are taken off their workers' ledgers and rescinded. */
+  private won(h: Held<T>, rank: number): void {
+    h.done = true;
+    for (const c of h.copies ?? []) {
+      if (c.rank === rank) continue;
+      const u = this.byRank.get(c.rank);
+      if (!u?.ledger.delete(c.id)) continue;
+      this.dealtAt.delete(c.id);
+      h.holders--;
+      u.discard.add(c.id);
+      if (u.running === c.id) u.running = undefined;
+      this.rt.count("rescinded");
+      if (u.alive) this.rt.send(u.rank, TAG.rescind, { i: [c.id] });
+    }
   }
 
   /** Workers wait and the queue is empty: ask the most loaded others (as last seen) to give some back. */
@@ -257,10 +379,14 @@ export class ResilientCoordinator<T> implements Engine<T> {
         return undefined;
       }
     }
-    const redealt = w.ledger.size;
-    for (const h of w.ledger.values()) {
+    let redealt = 0;
+    for (const [id, h] of w.ledger) {
+      this.dealtAt.delete(id);
+      // A copy still running elsewhere (`speculate`) will do.
+      if (--h.holders > 0 || h.done) continue;
       h.watched = true;
       this.queue.push(h, h.priority);
+      redealt++;
     }
     w.ledger.clear();
     this.rt.count("workersLost");
@@ -283,11 +409,15 @@ export class ResilientCoordinator<T> implements Engine<T> {
 
   private checkTermination(): void {
     if (this.finished || this.queue.size > 0) return;
+    // A worker whose ledger is empty holds nothing: what its tasks put is in the ledger with their completion
+    // (one commit), and a commit is never sent while a task runs. One still running a copy that lost
+    // (`speculate`) holds nothing that counts.
     for (const w of this.workers) {
       if (!w.alive) continue;
-      if (!w.joined || w.ledger.size > 0 || w.queued > 0 || !w.wants || w.early.size > 0) return;
+      if (!w.joined || w.ledger.size > 0 || w.early.size > 0) return;
     }
     this.finished = true;
+    this.stopRecheck();
     const result = this.rt.results.take();
     this.rt.results.final = result;
     for (const w of this.workers) if (w.alive) this.rt.send(w.rank, TAG.done, withResult({}, result));
@@ -300,6 +430,7 @@ export class ResilientCoordinator<T> implements Engine<T> {
 
   private abort(f: Fail, source: number): void {
     this.finished = true;
+    this.stopRecheck();
     sendFail(this.rt, this.alive(source), TAG.fail, f);
     this.settled.reject(failFromMessage(f));
   }
@@ -307,6 +438,7 @@ export class ResilientCoordinator<T> implements Engine<T> {
   stop(result: WireResult): void {
     if (this.finished) return;
     this.finished = true;
+    this.stopRecheck();
     this.rt.endStopped(result);
     for (const r of this.alive()) this.rt.send(r, TAG.stopped, withResult({}, result));
     this.settled.resolve();
@@ -315,6 +447,7 @@ export class ResilientCoordinator<T> implements Engine<T> {
   fail(error: Error): void {
     if (this.finished) return;
     this.finished = true;
+    this.stopRecheck();
     sendFail(this.rt, this.alive(), TAG.fail, failureBody(this.rt.rank, error));
     this.settled.reject(error);
   }

@@ -26,12 +26,20 @@
  * WATCHING coordinator -> worker  { a: ledger id }  the announcement of watched task `a` was applied: the
  *                                   worker may start it (an announcement still in the worker's socket when the
  *                                   task kills it would be lost with it, and the task never blamed)
+ * RESCIND  coordinator -> worker  { i: ledger ids }  (`speculate`) a copy of these tasks completed first
+ *                                   elsewhere, or a copy that lost put them: skip any not started (they are
+ *                                   off this worker's ledger already)
  * RELEASE, DONE, FAIL, STOP, STOPPED as in protocol.ts.
+ *
+ * With `speculate`, a commit keeps apart what each ledger task and the tasks it put since the last commit
+ * produced, so that a copy that lost can be dropped whole: rr/rv (root ids and their partial results, instead
+ * of r), hr (the root of each held task, aligned with hi), tr (of each task sent, aligned with t). A task put by
+ * a task of root R has root R until a commit makes it a ledger task of its own; R is in the same commit's x.
  */
 import { TAG as PLAIN_TAG } from "./protocol.ts";
 
 /** The plain protocol's tags, plus WATCHING: the coordinator has seen a watched task's announcement. */
-export const TAG = { ...PLAIN_TAG, watching: 8 } as const;
+export const TAG = { ...PLAIN_TAG, watching: 8, rescind: 9 } as const;
 
 export interface Commit {
   s: number;
@@ -45,6 +53,10 @@ export interface Commit {
   q?: number[];
   tw?: number[];
   r?: [unknown];
+  rr?: number[];
+  rv?: ([unknown] | undefined)[];
+  hr?: number[];
+  tr?: number[];
   a?: number;
   c: number;
   m: number;

@@ -2,7 +2,7 @@ import { deferred } from "../../deferred.ts";
 import { Executor, now } from "../executor.ts";
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
-import { type WireResult, withResult } from "../results.ts";
+import { type Results, type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import type { Fail } from "./protocol.ts";
@@ -38,6 +38,10 @@ interface Entry<T> {
    * from when it starts; else the time until which it and the tasks it puts are watched (WATCH_MS).
    */
   watch: number;
+  /** With `speculate`: the ledger task it descends from (0: put by the app), whose copy may be rescinded. */
+  readonly root: number;
+  /** With `speculate`: another copy of it completed first; it is skipped. */
+  cancelled: boolean;
 }
 
 /** Whether `e` is watched still (or will be from its start): a watched task's puts keep its watch a while. */
@@ -70,8 +74,9 @@ export class ResilientWorker<T> implements Engine<T> {
   private fresh: Entry<T>[] = [];
   private outTasks: T[] = [];
   private outPrios: number[] = [];
-  /** Indices in outTasks of watched tasks. */
+  /** Indices in outTasks of watched tasks; with `speculate`, the root of each. */
   private outWatched: number[] = [];
+  private outRoots: number[] = [];
   private nextOwnId = -1;
   private received = 0;
   private executed = 0;
@@ -86,6 +91,15 @@ export class ResilientWorker<T> implements Engine<T> {
   private current: Entry<T> | undefined;
   /** Resolves when the coordinator has seen the announcement of the watched task about to start. */
   private seen: (() => void) | undefined;
+  /**
+   * With `speculate`, values are kept apart by the ledger task they descend from, so that the coordinator can
+   * drop a rescinded copy's (resilient-protocol.ts `rr`/`rv`): the current root, and the values of earlier ones
+   * since the last commit. Queued ledger tasks by id, for RESCIND.
+   */
+  private readonly speculate: boolean;
+  private root = 0;
+  private readonly rootValues = new Map<number, Results>();
+  private readonly byId = new Map<number, Entry<T>>();
 
   constructor(
     private readonly rt: PoolRuntime,
@@ -97,6 +111,7 @@ export class ResilientWorker<T> implements Engine<T> {
     this.keep = rt.config.keep;
     this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
     this.capacity = rt.config.chunk > 0 ? Math.max(2, rt.config.chunk) : 4;
+    this.speculate = rt.config.speculate;
     for (const p of initial) this.put(p.task, p.priority);
   }
 
@@ -121,15 +136,22 @@ export class ResilientWorker<T> implements Engine<T> {
     if (this.own.size < this.keep) {
       const parent = this.current;
       const watch = parent !== undefined && parent.watch > 0 && now() < parent.watch ? parent.watch : 0;
-      const e: Entry<T> = { task, priority, id: 0, queued: true, watch };
+      const e: Entry<T> = { task, priority, id: 0, queued: true, watch, root: this.rootOf(parent), cancelled: false };
       this.own.push(e, priority);
       this.fresh.push(e);
     } else {
+      if (this.speculate) this.outRoots.push(this.rootOf(this.current));
       this.outTasks.push(task);
       this.outPrios.push(priority);
     }
+    // Never a commit from here: a put comes from a running task, whose puts must travel with its completion.
     if (this.parked) this.wakeUp();
-    else if (this.outTasks.length >= FLUSH_TASKS) this.commit(false);
+  }
+
+  /** The ledger task that tasks put by `e` descend from (0 for the app's own puts). */
+  private rootOf(e: Entry<T> | undefined): number {
+    if (e === undefined) return 0;
+    return e.id !== 0 ? e.id : e.root;
   }
 
   /** Moves up to `n` queued tasks to the coordinator: dealt ones first (not started here), then the oldest own. */
@@ -140,9 +162,12 @@ export class ResilientWorker<T> implements Engine<T> {
     if (taken.length < n) this.own.give(n - taken.length, taken, prios);
     for (const e of taken) {
       e.queued = false;
-      if (e.id !== 0) this.givenIds.push(e.id);
-      else {
+      if (e.id !== 0) {
+        this.givenIds.push(e.id);
+        this.byId.delete(e.id);
+      } else {
         if (isWatched(e)) this.outWatched.push(this.outTasks.length);
+        if (this.speculate) this.outRoots.push(e.root);
         this.outTasks.push(e.task);
         this.outPrios.push(e.priority);
       }
@@ -179,10 +204,15 @@ export class ResilientWorker<T> implements Engine<T> {
     const heldTasks: T[] = [];
     const heldPrios: number[] = [];
     const heldWatched: number[] = [];
+    const heldRoots: number[] = [];
     for (const e of this.fresh) {
       if (!e.queued) continue;
       e.id = this.nextOwnId--;
       if (isWatched(e)) heldWatched.push(heldIds.length);
+      if (this.speculate) {
+        heldRoots.push(e.root);
+        this.byId.set(e.id, e);
+      }
       heldIds.push(e.id);
       heldTasks.push(e.task);
       heldPrios.push(e.priority);
@@ -192,26 +222,50 @@ export class ResilientWorker<T> implements Engine<T> {
       body.ht = heldTasks;
       if (heldPrios.some((p) => p !== 0)) body.hq = heldPrios;
       if (heldWatched.length > 0) body.hw = heldWatched;
+      if (this.speculate) body.hr = heldRoots;
     }
     if (this.outTasks.length > 0) {
       body.t = this.outTasks;
       if (this.outPrios.some((p) => p !== 0)) body.q = this.outPrios;
       if (this.outWatched.length > 0) body.tw = this.outWatched;
+      if (this.speculate) body.tr = this.outRoots;
     }
     if (watching !== undefined) body.a = watching.id;
-    withResult(body as unknown as Record<string, unknown>, this.rt.results.take());
+    if (this.speculate) this.valuesByRoot(body);
+    else withResult(body as unknown as Record<string, unknown>, this.rt.results.take());
     this.finishedIds = [];
     this.givenIds = [];
     this.fresh = [];
     this.outTasks = [];
     this.outPrios = [];
     this.outWatched = [];
+    this.outRoots = [];
     this.committedExecuted = this.executed;
     this.lastCommit = now();
     if (request) this.requestSentAt = this.lastCommit;
     body.w = this.requestSentAt >= 0 ? 1 : 0;
     this.rt.count("commits");
     this.rt.send(this.rt.config.coordinator, TAG.status, body as unknown as Record<string, unknown>);
+  }
+
+  /** The values returned since the last commit, by root (`rr`, `rv`). */
+  private valuesByRoot(body: Commit): void {
+    this.switchRoot(this.root);
+    if (this.rootValues.size === 0) return;
+    body.rr = [...this.rootValues.keys()];
+    body.rv = [...this.rootValues.values()].map((r) => r.take());
+    this.rootValues.clear();
+  }
+
+  /** With `speculate`: tasks of root `root` run next; the values of the ones before are set apart. */
+  private switchRoot(root: number): void {
+    const values = this.rt.results.take();
+    if (values !== undefined) {
+      let kept = this.rootValues.get(this.root);
+      if (!kept) this.rootValues.set(this.root, (kept = this.rt.results.fork()));
+      kept.merge(values);
+    }
+    this.root = root;
   }
 
   /** Capacity from rates, as the plain worker's (worker.ts): two grant turnarounds of tasks, plus one. */
@@ -228,6 +282,12 @@ export class ResilientWorker<T> implements Engine<T> {
     this.commit(true);
     while (!this.finished) {
       for (let e = this.next(); e !== undefined; e = this.next()) {
+        if (e.cancelled) continue;
+        if (this.speculate) {
+          const root = this.rootOf(e);
+          if (root !== this.root) this.switchRoot(root);
+          if (e.id !== 0) this.byId.delete(e.id);
+        }
         let watched = false;
         if (e.watch !== 0) {
           const t = now();
@@ -250,7 +310,7 @@ export class ResilientWorker<T> implements Engine<T> {
         if (e.id !== 0) this.finishedIds.push(e.id);
         if (this.finished || this.stopping) return;
         // A watched task is committed at once: a death from here on is not its doing.
-        if (watched) this.commit(false);
+        if (watched || this.outTasks.length >= FLUSH_TASKS) this.commit(false);
         const size = this.queued();
         if (this.owed && size > 0) this.release();
         if (this.requestSentAt < 0 && size * 2 <= this.capacity) {
@@ -293,10 +353,18 @@ export class ResilientWorker<T> implements Engine<T> {
       const watched = new Set(g.a ?? []);
       for (let k = 0; k < g.t.length; k++) {
         const priority = g.q ? (g.q[k] as number) : 0;
-        this.dealt.push(
-          { task: g.t[k] as T, priority, id: g.i[k] as number, queued: true, watch: watched.has(k) ? -1 : 0 },
+        const id = g.i[k] as number;
+        const e: Entry<T> = {
+          task: g.t[k] as T,
           priority,
-        );
+          id,
+          queued: true,
+          watch: watched.has(k) ? -1 : 0,
+          root: id,
+          cancelled: false,
+        };
+        this.dealt.push(e, priority);
+        if (this.speculate) this.byId.set(id, e);
       }
       this.received += g.t.length;
       this.rt.count("grantsReceived");
@@ -311,6 +379,14 @@ export class ResilientWorker<T> implements Engine<T> {
       const seen = this.seen;
       this.seen = undefined;
       seen?.();
+    } else if (tag === TAG.rescind) {
+      // A copy of these tasks completed first elsewhere (or they were put by one that lost): not started here
+      // yet, they are skipped (they are off this worker's ledger); running, their values and puts are dropped.
+      for (const id of body.i as number[]) {
+        const e = this.byId.get(id);
+        this.byId.delete(id);
+        if (e?.queued) e.cancelled = true;
+      }
     } else if (tag === TAG.release) {
       this.rt.count("releasesAsked");
       // Answered between tasks (a commit never goes out while a task runs), or by the next idle commit. Not at

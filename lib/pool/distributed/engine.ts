@@ -9,26 +9,11 @@ import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { Balancer, Cancel, Detector, DistributedHost } from "../strategy.ts";
 import { TERMINATION_DETECTORS } from "../termination/registry.ts";
+import { EVENT_LOOP_TIMERS, type Timers } from "../timers.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { type EngineMessage, type Protocol, protocolFor, ROOT } from "./protocol.ts";
 
 const epochNow = (): number => performance.timeOrigin + performance.now();
-
-/** Where the engine gets its timers: the event loop's, or a simulation's (test/pool/simulation.test.ts). */
-export interface Timers {
-  /** Calls `fn` after `ms` milliseconds, unless cancelled. */
-  after(ms: number, fn: () => void): Cancel;
-  /** Calls `fn` after the current event-loop turn (setImmediate). */
-  soon(fn: () => void): void;
-}
-
-export const EVENT_LOOP_TIMERS: Timers = {
-  after(ms, fn) {
-    const t = setTimeout(fn, ms);
-    return () => clearTimeout(t);
-  },
-  soon: (fn) => setImmediate(fn),
-};
 
 /**
  * One rank of a distributed pool. The rank keeps its own queues, runs its tasks, and talks to the others

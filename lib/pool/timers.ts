@@ -1,0 +1,20 @@
+import type { Cancel } from "./strategy.ts";
+
+/**
+ * Where an engine gets its timers: the event loop's, or a simulation's scheduler (test/helpers/simulation.ts,
+ * resilient-sim.ts), so that a schedule replays from its seed.
+ */
+export interface Timers {
+  /** Calls `fn` after `ms` milliseconds, unless cancelled. */
+  after(ms: number, fn: () => void): Cancel;
+  /** Calls `fn` after the current event-loop turn (setImmediate). */
+  soon(fn: () => void): void;
+}
+
+export const EVENT_LOOP_TIMERS: Timers = {
+  after(ms, fn) {
+    const t = setTimeout(fn, ms);
+    return () => clearTimeout(t);
+  },
+  soon: (fn) => setImmediate(fn),
+};
