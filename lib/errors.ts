@@ -8,8 +8,16 @@
  * - rank r's run failed otherwise (neither a task's error nor an abort): that error on rank r,
  *   RankFailedError (rank r) on the others.
  * On the other ranks `cause` is rebuilt from the original's name and message (errors do not travel whole).
+ *
  * A rank that dies outright (killed, exited) brings the whole job down through the launcher, as in MPI, so no
- * rank is left to see an error for it.
+ * rank is left to see an error for it; with one exception (docs/survival.md). Once a centralized pool with
+ * `retries` exists, the job survives the death of any rank but such a pool's coordinator (killed by a signal, its
+ * host lost, silent past `--heartbeat`; never a rank's own non-zero exit), and the survivors see it:
+ * - that pool's run goes on (its tasks re-dealt) unless every worker died (RankFailedError) or a task was
+ *   running on `retries` workers that died (TaskError naming the task);
+ * - any other pool's run rejects with RankFailedError naming the dead rank;
+ * - receives naming it, receives from ANY source pending when it died, sends to it, and every pending and later
+ *   collective of a communicator that contains it reject with RankFailedError.
  */
 
 export type ErrorCode =
@@ -68,7 +76,11 @@ export class ConfigError extends WorkpoolError {
   }
 }
 
-/** A task handler threw; `rank` ran it, `task` is the task, `cause` the original error. */
+/**
+ * A task handler threw; `rank` ran it, `task` is the task, `cause` the original error. In a pool with `retries`,
+ * also a task that was running on `retries` workers that died (it kills its worker): `rank` is the last of them,
+ * `cause` the RankFailedError of its death.
+ */
 export class TaskError extends WorkpoolError {
   readonly rank: number;
   readonly task: unknown;
@@ -85,6 +97,11 @@ export class TaskError extends WorkpoolError {
  * receive loop fails (a frame that does not decode, a socket error), every pending and later `recv`,
  * collective and `send` rejects with one naming the call, the rank and the cause. On the other ranks, a pool
  * run that failed on that rank for a reason other than a task's error or an abort rejects with one naming it.
+ *
+ * In a job that survives a rank's death (a centralized pool with `retries`; see the comment at the top of this
+ * file), the survivors' calls that depend on the dead rank reject with one: `rank` is its rank in the
+ * communicator called, and the message names the call and how it died. A worker's death makes a run of the pool
+ * with `retries` reject with one only when it was the last worker (`every worker of the pool died ...`).
  */
 export class RankFailedError extends WorkpoolError {
   readonly rank: number;

@@ -333,18 +333,27 @@ export class ResilientCoordinator<T> implements Engine<T> {
     }
   }
 
-  /** Workers wait and the queue is empty: ask the most loaded others (as last seen) to give some back. */
+  /**
+   * Workers wait and the queue is empty: ask workers that hold tasks (as of their latest commit) to give some
+   * back, one per waiting worker, plus one, the most loaded first and workers not waiting themselves before
+   * those that are; as the plain coordinator does (coordinator.ts `seekWork`, where the reasons are).
+   */
   private seekWork(): void {
     let waiting = 0;
-    const victims: WorkerView<T>[] = [];
+    let hungry = 0;
+    let victims: WorkerView<T>[] = [];
+    const starving = (w: WorkerView<T>) => w.wants && w.queued < w.capacity;
     for (const w of this.workers) {
       if (!w.alive) continue;
-      if (w.wants) waiting++;
+      if (starving(w)) hungry++;
       if (w.asked) waiting--;
-      else if (!w.wants && w.queued > 0) victims.push(w);
+      else if (w.queued > 0) victims.push(w);
     }
+    waiting += hungry;
+    if (hungry < 2) victims = victims.filter((w) => !starving(w));
     if (waiting <= 0 || victims.length === 0) return;
-    victims.sort((a, b) => b.queued - a.queued);
+    const load = (w: WorkerView<T>) => (w.wants ? 0 : 2 ** 40) + w.queued;
+    victims.sort((a, b) => load(b) - load(a));
     for (const w of victims.slice(0, waiting + 1)) {
       w.asked = true;
       this.rt.count("releasesSent");

@@ -313,9 +313,15 @@ export class ResilientWorker<T> implements Engine<T> {
         if (watched || this.outTasks.length >= FLUSH_TASKS) this.commit(false);
         const size = this.queued();
         if (this.owed && size > 0) this.release();
-        if (this.requestSentAt < 0 && size * 2 <= this.capacity) {
-          this.updateCapacity();
-          this.commit(true);
+        if (this.requestSentAt < 0) {
+          if (size * 2 <= this.capacity) {
+            this.updateCapacity();
+            this.commit(true);
+          }
+        } else if (size >= 2 * this.capacity && this.fresh.length > 0) {
+          // Its own puts refilled the queue: no longer hungry, so the coordinator asks it to give work back.
+          this.requestSentAt = -1;
+          this.commit(false);
         }
         if (exec.sliceOver()) {
           if (this.outTasks.length > 0 || now() - this.lastCommit >= COMMIT_MS) this.commit(false);
