@@ -78,7 +78,8 @@ Options:
       --timeout SECONDS end the job, with a non-zero status, after this long
       --force           start the ranks even if they seem not to fit in this machine's memory
       --heartbeat SECONDS  end the job, naming the rank, when a rank sends no heartbeat for this long
-                        (stopped, or blocked in one synchronous stretch); 0: none (default 30)
+                        (stopped, or blocked in one synchronous stretch); 0: none (default 30);
+                        a worker of a pool with retries is killed instead, and the job goes on
       --transport KIND  ipc (default, one machine) or tcp (always tcp across hosts)
       --hostfile FILE   run on the hosts of FILE: lines "HOST slots=N", # comments (as OpenMPI);
                         ranks fill the hosts in order; -n defaults to the total of the slots

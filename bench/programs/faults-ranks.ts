@@ -9,11 +9,11 @@
 //       Two runs of `centralized, retries: 1` over the same work: a reference with no death, then one where
 //       worker 1 + seed % workers SIGKILLs itself at half of W / workers (its own clock from its run's start;
 //       a task under way then is cut at that instant). Just before dying it prints
-//       {"kind":"died","rank":R,"at":EPOCH_MS}.
+//       {"kind":"died","rank":R,"at":EPOCH_MS}; rank 0 prints {"kind":"noticed","rank":R,"at":EPOCH_MS} when it
+//       hears of the death.
 //   faults-ranks.ts stragglers <secondsPerWorker> <seed>
 //       The last rank's waits are 10x longer; two runs over the same work: plain `centralized` (its
-//       Expected Card Distribution near the end), then `centralized, retries: 1, speculate: true`. If the
-//       pool refuses `speculate`, rank 0 prints {"kind":"speculate","error":FIRST_LINE} instead of that run.
+//       Expected Card Distribution near the end), then `centralized, retries: 1, speculate: true`.
 //
 // Rank 0 prints one JSON line per run: kind, makespan (ms, from the barrier before run to run resolving),
 // startedAt (epoch ms, same instant), work, longest and count (from `result`), tasks (put), counters (rank 0's
@@ -76,19 +76,16 @@ if (scenario === "death") {
   const victim = 1 + (seed % workers);
   const half = nominal / workers / 2;
   await measure("reference", { mode: "centralized", retries: 1 }, 1);
+  // When the coordinator hears of the death (the launcher's notice; lib/comm/world.ts onPeerDeath).
+  if (rank === 0) {
+    world.onPeerDeath((dead) => console.log(JSON.stringify({ kind: "noticed", rank: dead, at: epoch() })));
+  }
   await measure("death", { mode: "centralized", retries: 1 }, 1, (t0) =>
     rank === victim ? t0 + half : Number.POSITIVE_INFINITY,
   );
 } else {
   const slowdown = rank === size - 1 ? SLOWDOWN : 1;
   await measure("ecd", { mode: "centralized" }, slowdown);
-  // Built apart from the call, so that the option compiles before the pool knows it.
-  const speculative: PoolOptions & { speculate: boolean } = { mode: "centralized", retries: 1, speculate: true };
-  try {
-    await measure("speculate", speculative, slowdown);
-  } catch (e) {
-    if (!(e instanceof Error && e.name === "ConfigError")) throw e;
-    if (rank === 0) console.log(JSON.stringify({ kind: "speculate", error: e.message.split("\n")[0] }));
-  }
+  await measure("speculate", { mode: "centralized", retries: 1, speculate: true }, slowdown);
 }
 await world.close();
