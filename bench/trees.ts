@@ -7,7 +7,8 @@
  * 1. T1 on one rank, each mode (both use the one-rank local engine): time and peak RSS against the loop's;
  *    `order=fifo` as a contrast (breadth-first holds a whole level of the tree).
  * 2. T1 with two workers: distributed -n 2, centralized with coordinatorWorks -n 2, centralized -n 3 (a
- *    coordinator and two workers), the seed slides' protocol (keep=0) -n 3 as a contrast; T3 (binomial)
+ *    coordinator and two workers), the same with retries=1 (what surviving worker deaths costs), the seed
+ *    slides' protocol (keep=0) -n 3 as a contrast; T3 (binomial)
  *    distributed -n 2. Efficiency = sequential / (workers x parallel).
  * 3. Every distributed combination (12 today) on T1 at 2 and 4 ranks: efficiency per core, tasks moved, transfers,
  *    requests, termination latency.
@@ -333,6 +334,8 @@ export const suite: Suite = {
       ["distributed", 2, "distributed", main, 0.9],
       ["centralized,coordinatorWorks=true", 2, "centralized,coordinatorWorks=true", main, 0.85],
       ["centralized (coordinator + 2 workers)", 3, "centralized", main, 0.8],
+      // What surviving worker deaths costs when none dies: the resilient protocol's commits (docs/survival.md).
+      ["centralized,retries=1 (survives worker deaths)", 3, "centralized,retries=1", main, undefined],
     ];
     const rows2: string[][] = [
       [

@@ -19,6 +19,9 @@ export interface ControlServerOptions {
   readonly onRecord: (rank: number, record: ControlRecord) => void;
 }
 
+/** How long `close` reads connections of ranks whose processes (or agents) have exited, at most. */
+const CLOSE_GRACE_MS = 5000;
+
 /** The longest first line taken from a connection that has not said hello. */
 const MAX_HELLO = 4096;
 
@@ -30,7 +33,7 @@ const MAX_HELLO = 4096;
  */
 export class ControlServer {
   /** Connections whose hello was accepted. */
-  private readonly ranks = new Set<Socket>();
+  private readonly ranks = new Map<Socket, number>();
   /** Connections that have not said hello (or were refused and have not closed yet). */
   private readonly strangers = new Set<Socket>();
   /** Every line broadcast so far, in order: a connection accepted later is sent them all first. */
@@ -69,7 +72,7 @@ export class ControlServer {
   broadcast(record: ControlRecord): void {
     const text = `${JSON.stringify(record)}\n`;
     this.broadcasts.push(text);
-    for (const socket of this.ranks) if (socket.writable) socket.write(text);
+    for (const socket of this.ranks.keys()) if (socket.writable) socket.write(text);
   }
 
   /**
@@ -84,17 +87,29 @@ export class ControlServer {
   /**
    * Call once every rank has exited: reads what they wrote (a rank that died at once may have connected before
    * the launcher got to accept it), then stops listening. Connections that still have not said hello are
-   * dropped; the others end on their own (their processes are gone) and are read to the end.
+   * dropped. The connections of `gone` ranks are dropped too: declared dead, they may be cut off rather than
+   * ended (a host that lost its network sends no FIN, and TCP would retry for 15 minutes). The others end on
+   * their own (their processes are gone) and are read to the end, for at most CLOSE_GRACE_MS: an agent that
+   * exited does not prove its rank did, when its host went away.
    */
-  async close(): Promise<void> {
+  async close(gone: ReadonlySet<number> = new Set()): Promise<void> {
     await this.caughtUp();
     this.server.close();
     for (const socket of this.strangers) socket.destroy();
-    await Promise.all(
-      [...this.ranks].map(
-        (socket) => new Promise((resolve) => (socket.closed ? resolve(undefined) : socket.once("close", resolve))),
-      ),
-    );
+    const open = [...this.ranks].filter(([socket, rank]) => {
+      if (gone.has(rank)) socket.destroy();
+      return !socket.closed && !gone.has(rank);
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const grace = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, CLOSE_GRACE_MS);
+    });
+    await Promise.race([
+      Promise.all(open.map(([socket]) => new Promise((resolve) => socket.once("close", resolve)))),
+      grace,
+    ]);
+    clearTimeout(timer);
+    for (const [socket] of open) socket.destroy();
   }
 
   private accept(socket: Socket): void {
@@ -120,7 +135,7 @@ export class ControlServer {
         }
         rank = why;
         this.strangers.delete(socket);
-        this.ranks.add(socket);
+        this.ranks.set(socket, rank);
         if (this.broadcasts.length > 0) socket.write(this.broadcasts.join(""));
       }
       if (rank === undefined && rest.length > MAX_HELLO) {

@@ -227,6 +227,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
 
   // A rank is heard from by its reports and heartbeats; one silent for heartbeatMs is stopped or hung. One the job
   // survives is killed, so that it can never come back with late messages, and counted dead at once.
+  /** Ranks found silent by the heartbeat. */
+  const cutOff = new Set<number>();
   const heartbeat =
     heartbeatMs > 0
       ? setInterval(() => {
@@ -248,6 +250,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
             silent = ranks.find(isSilent);
           }
           if (!silent) return;
+          cutOff.add(silent.rank);
           const stopping = `stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
           // Never heard from at all: the rank did not start (a host that does not answer an agent without a
           // connect timeout, a hung agent), which is not the same as a rank that stopped answering.
@@ -315,7 +318,9 @@ export async function runJob(opts: JobOptions): Promise<number> {
   }
 
   await Promise.all(finished);
-  await control.close();
+  // Ranks declared dead, or silent, may be cut off rather than ended: their connections are not waited for.
+  for (const r of ranks) if (survival.isDead(r.rank)) cutOff.add(r.rank);
+  await control.close(cutOff);
   clearTimeout(timeout);
   clearInterval(heartbeat);
   clearTimeout(killTimer);

@@ -87,10 +87,15 @@ export class Pool<T = unknown> {
 
   /** Adds a task. Before `run` it waits for the run; during `run` it joins the running pool. */
   put(task: T, options?: PutOptions): void {
+    this.putFrom(task, options, false);
+  }
+
+  /** `put`, from a running task's `ctx.put` (`fromTask`) or from the app. */
+  private putFrom(task: T, options: PutOptions | undefined, fromTask: boolean): void {
     if (options === undefined && this.engine !== undefined) {
       // The hot path: a handler putting a plain task.
       (this.runtime as PoolRuntime).stats.tasksPut++;
-      this.engine.put(task, 0, undefined);
+      this.engine.put(task, 0, undefined, fromTask);
       return;
     }
     const priority = options?.priority ?? 0;
@@ -110,7 +115,7 @@ export class Pool<T = unknown> {
     }
     if (this.engine && this.runtime) {
       this.runtime.stats.tasksPut++;
-      this.engine.put(task, priority, to);
+      this.engine.put(task, priority, to, fromTask);
     } else {
       if (this.pending.push({ task, priority, to }) === 1) awaitRun(this as Pool<unknown>);
     }
@@ -167,7 +172,7 @@ export class Pool<T = unknown> {
     unrun.delete(this as Pool<unknown>);
     const ctx = {
       rank: this.world.rank,
-      put: (task: T, o?: PutOptions) => this.put(task, o),
+      put: (task: T, o?: PutOptions) => this.putFrom(task, o, true),
       stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
     };
     const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx, initial);

@@ -88,8 +88,11 @@ export interface Engine<T> {
   /** Begins work; called once the pool routes messages and puts to this engine. */
   start(): void;
   onMessage(source: number, tag: number, body: Record<string, unknown>): void;
-  /** Adds a task put on this rank (from a handler or from the app) while the run is active. */
-  put(task: T, priority: number, to: number | undefined): void;
+  /**
+   * Adds a task put on this rank while the run is active: by the running task (`fromTask`, through its
+   * `ctx.put`), or by the app (between or beside tasks: an async task may be waiting meanwhile).
+   */
+  put(task: T, priority: number, to: number | undefined, fromTask?: boolean): void;
   /** Tasks waiting on this rank (for live progress). */
   queued?(): number;
   /** Resolves when the pool has terminated everywhere (as far as this rank can tell). */

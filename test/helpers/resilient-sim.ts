@@ -164,7 +164,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
     const rt = new PoolRuntime(link, config, 1, stats, res, undefined);
     const ctx: TaskContext<Task> = {
       rank,
-      put: (task) => engine.put(task, 0, undefined),
+      put: (task) => engine.put(task, 0, undefined, true),
       stop: () => {},
     };
     const handler = (task: Task, c: TaskContext<Task>): number | Promise<number> => {

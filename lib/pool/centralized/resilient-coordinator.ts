@@ -89,8 +89,10 @@ const STRAGGLER_FACTOR = 2;
  * Poison tasks: tasks re-dealt after a death are watched (each run announced before it starts and committed
  * right after), so a later death is pinned on the task that was running. A task that was running on
  * `retries` workers that died fails the run, naming it. The death that first made it a suspect cannot be
- * pinned on it (knowing what runs at every moment would cost a message per task), so it runs at most
- * `retries + 1` times.
+ * pinned on it (knowing what runs at every moment would cost a message per task), so it runs `retries + 1`
+ * times, give or take a death told before the announcement that would pin it arrived. A suspect is never
+ * copied for speculation. A death between a watched task's announcement and its start, or between its end
+ * and its commit's arrival, is pinned on it though it may not be its doing.
  */
 export class ResilientCoordinator<T> implements Engine<T> {
   private readonly settled = deferred();
@@ -143,6 +145,13 @@ export class ResilientCoordinator<T> implements Engine<T> {
     }
     if (tag === TAG.stop) {
       this.stop(body.r as WireResult);
+      return;
+    }
+    if (tag === TAG.put) {
+      if (!this.byRank.get(source)?.alive) return;
+      const tasks = body.t as T[];
+      const prios = body.q as number[] | undefined;
+      for (let k = 0; k < tasks.length; k++) this.put(tasks[k] as T, prios ? (prios[k] as number) : 0);
       return;
     }
     if (tag !== TAG.status) return;
@@ -281,8 +290,11 @@ export class ResilientCoordinator<T> implements Engine<T> {
       for (const u of this.workers) {
         if (u === v || !u.alive) continue;
         for (const [id, h] of u.ledger) {
-          if (h.holders > 1 || h.done) continue;
-          const age = t - (this.dealtAt.get(id) ?? t);
+          // Not a task already copied, nor one a worker put and kept (never dealt: its age is unknown), nor
+          // a suspect of a death (a copy of it could kill a second worker before the first death is told).
+          const at = this.dealtAt.get(id);
+          if (h.holders > 1 || h.done || h.watched || at === undefined) continue;
+          const age = t - at;
           if (age <= limit) wake = Math.min(wake, limit - age);
           else if (!best || age > best.age) best = { u, id, h, age };
         }
@@ -328,6 +340,9 @@ export class ResilientCoordinator<T> implements Engine<T> {
       h.holders--;
       u.discard.add(c.id);
       if (u.running === c.id) u.running = undefined;
+      // Its latest commit had nothing queued and it held only this copy: it is as idle as it was then (it
+      // may still be running the copy, whose outcome no longer counts), so the run need not wait for it.
+      if (u.ledger.size === 0 && u.queued === 0) u.wants = true;
       this.rt.count("rescinded");
       if (u.alive) this.rt.send(u.rank, TAG.rescind, { i: [c.id] });
     }
@@ -391,9 +406,10 @@ export class ResilientCoordinator<T> implements Engine<T> {
     let redealt = 0;
     for (const [id, h] of w.ledger) {
       this.dealtAt.delete(id);
-      // A copy still running elsewhere (`speculate`) will do.
-      if (--h.holders > 0 || h.done) continue;
+      if (h.done) continue;
       h.watched = true;
+      // A copy still running elsewhere (`speculate`) will do.
+      if (--h.holders > 0) continue;
       this.queue.push(h, h.priority);
       redealt++;
     }
@@ -418,12 +434,12 @@ export class ResilientCoordinator<T> implements Engine<T> {
 
   private checkTermination(): void {
     if (this.finished || this.queue.size > 0) return;
-    // A worker whose ledger is empty holds nothing: what its tasks put is in the ledger with their completion
-    // (one commit), and a commit is never sent while a task runs. One still running a copy that lost
-    // (`speculate`) holds nothing that counts.
+    // Every worker waits for work with nothing queued, as of its latest commit, and holds nothing since: what
+    // its tasks put is in the ledger with their completion (one commit; never sent while a task runs), and
+    // what the app put there is queued or running when it commits next.
     for (const w of this.workers) {
       if (!w.alive) continue;
-      if (!w.joined || w.ledger.size > 0 || w.early.size > 0) return;
+      if (!w.joined || w.ledger.size > 0 || w.queued > 0 || !w.wants || w.early.size > 0) return;
     }
     this.finished = true;
     this.stopRecheck();

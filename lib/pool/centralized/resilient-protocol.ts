@@ -6,8 +6,8 @@
  * every task it put count exactly once. All messages carry the run epoch `e`.
  *
  * A ledger id names one task a worker holds: positive ids are the coordinator's (given with a grant), negative
- * ones the worker's own (tasks its handlers put, given an id when a commit first reports them held). Ids are
- * never reused within a run.
+ * ones the worker's own (tasks its handlers put, given an id when a commit first reports them held). The
+ * coordinator's are unique in the run; a worker's are unique among its own (the ledger is per worker).
  *
  * COMMIT   worker -> coordinator  { s: sequence (the coordinator applies commits in this order), x?: ledger ids
  *                                   finished since the last commit, g?: ledger ids given back (the coordinator
@@ -29,6 +29,8 @@
  * RESCIND  coordinator -> worker  { i: ledger ids }  (`speculate`) a copy of these tasks completed first
  *                                   elsewhere, or a copy that lost put them: skip any not started (they are
  *                                   off this worker's ledger already)
+ * PUT      worker -> coordinator  { t: tasks, q?: priorities }  the app put these on the worker's rank during
+ *                                   the run (not a task): into the queue, part of no commit
  * RELEASE, DONE, FAIL, STOP, STOPPED as in protocol.ts.
  *
  * With `speculate`, a commit keeps apart what each ledger task and the tasks it put since the last commit
@@ -38,8 +40,8 @@
  */
 import { TAG as PLAIN_TAG } from "./protocol.ts";
 
-/** The plain protocol's tags, plus WATCHING: the coordinator has seen a watched task's announcement. */
-export const TAG = { ...PLAIN_TAG, watching: 8, rescind: 9 } as const;
+/** The plain protocol's tags, plus WATCHING, RESCIND and PUT (below). */
+export const TAG = { ...PLAIN_TAG, watching: 8, rescind: 9, put: 10 } as const;
 
 export interface Commit {
   s: number;

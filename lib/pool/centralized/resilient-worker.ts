@@ -87,6 +87,15 @@ export class ResilientWorker<T> implements Engine<T> {
   private parked = false;
   private capacity: number;
   private rttMs = 0;
+  /** The run has started (puts before it are the initial tasks, reported held by the first commit). */
+  private started = false;
+  /** The app's puts waiting for the end of this turn to go to the coordinator (PUT). */
+  private appTasks: T[] = [];
+  private appPrios: number[] = [];
+  /** Tasks queued here as the latest commit said (rescinded ones may have gone since, unseen). */
+  private reportedQueued = 0;
+  /** An async task ended COMMIT_MS or more after the last commit: commit before the next. */
+  private due = false;
   /** The task running now (its puts inherit its watch). */
   private current: Entry<T> | undefined;
   /** Resolves when the coordinator has seen the announcement of the watched task about to start. */
@@ -128,24 +137,50 @@ export class ResilientWorker<T> implements Engine<T> {
   }
 
   start(): void {
+    this.started = true;
     void this.loop().catch((e: Error) => this.fail(e));
   }
 
-  put(task: T, priority: number): void {
+  put(task: T, priority: number, _to?: number, fromTask = false): void {
     if (this.finished) return;
+    if (!fromTask && this.started) {
+      this.putForApp(task, priority);
+      return;
+    }
+    // A task's puts descend from it (its watch, its root); the app's own, even while a task awaits, from none.
+    const parent = fromTask ? this.current : undefined;
+    const watch = parent !== undefined && parent.watch > 0 && now() < parent.watch ? parent.watch : 0;
     if (this.own.size < this.keep) {
-      const parent = this.current;
-      const watch = parent !== undefined && parent.watch > 0 && now() < parent.watch ? parent.watch : 0;
       const e: Entry<T> = { task, priority, id: 0, queued: true, watch, root: this.rootOf(parent), cancelled: false };
       this.own.push(e, priority);
       this.fresh.push(e);
     } else {
-      if (this.speculate) this.outRoots.push(this.rootOf(this.current));
+      if (watch !== 0) this.outWatched.push(this.outTasks.length);
+      if (this.speculate) this.outRoots.push(this.rootOf(parent));
       this.outTasks.push(task);
       this.outPrios.push(priority);
     }
     // Never a commit from here: a put comes from a running task, whose puts must travel with its completion.
     if (this.parked) this.wakeUp();
+  }
+
+  /**
+   * The app's own put during the run (not a task's): it goes to the coordinator's queue at once (PUT), so it
+   * is part of no task's commit (a task's commit may be lost with this worker, or dropped with a copy that
+   * lost) and the coordinator never ends the run while it sits unreported here.
+   */
+  private putForApp(task: T, priority: number): void {
+    if (this.appTasks.length === 0) {
+      queueMicrotask(() => {
+        const body: Record<string, unknown> = { t: this.appTasks };
+        if (this.appPrios.some((p) => p !== 0)) body.q = this.appPrios;
+        this.appTasks = [];
+        this.appPrios = [];
+        if (!this.finished) this.rt.send(this.rt.config.coordinator, TAG.put, body);
+      });
+    }
+    this.appTasks.push(task);
+    this.appPrios.push(priority);
   }
 
   /** The ledger task that tasks put by `e` descend from (0 for the app's own puts). */
@@ -189,11 +224,12 @@ export class ResilientWorker<T> implements Engine<T> {
    * to start (still marked queued, so that one put here since the last commit enters the ledger now).
    */
   private commit(request: boolean, watching?: Entry<T>): void {
+    this.reportedQueued = this.queued();
     const body: Commit = {
       s: this.seq++,
       c: this.capacity,
       m: this.exec.meanTaskMs(),
-      l: this.queued(),
+      l: this.reportedQueued,
       u: this.received,
       w: 0,
       o: this.owed ? 1 : 0,
@@ -242,6 +278,7 @@ export class ResilientWorker<T> implements Engine<T> {
     this.outRoots = [];
     this.committedExecuted = this.executed;
     this.lastCommit = now();
+    this.due = false;
     if (request) this.requestSentAt = this.lastCommit;
     body.w = this.requestSentAt >= 0 ? 1 : 0;
     this.rt.count("commits");
@@ -296,6 +333,7 @@ export class ResilientWorker<T> implements Engine<T> {
         }
         if (watched) {
           this.commit(false, e);
+          this.byId.delete(e.id);
           await new Promise<void>((resolve) => {
             this.seen = resolve;
           });
@@ -304,13 +342,17 @@ export class ResilientWorker<T> implements Engine<T> {
         e.queued = false;
         this.current = e;
         const running = exec.execute(e.task);
-        if (running) await running;
+        // An async task ends no slice (the executor counts sync ones): the commit schedule is checked here.
+        if (running) {
+          await running;
+          if (now() - this.lastCommit >= COMMIT_MS) this.due = true;
+        }
         this.current = undefined;
         this.executed++;
         if (e.id !== 0) this.finishedIds.push(e.id);
         if (this.finished || this.stopping) return;
         // A watched task is committed at once: a death from here on is not its doing.
-        if (watched || this.outTasks.length >= FLUSH_TASKS) this.commit(false);
+        if (watched || this.due || this.outTasks.length >= FLUSH_TASKS) this.commit(false);
         const size = this.queued();
         if (this.owed && size > 0) this.release();
         if (this.requestSentAt < 0) {
@@ -338,6 +380,7 @@ export class ResilientWorker<T> implements Engine<T> {
         this.finishedIds.length > 0 ||
         this.givenIds.length > 0 ||
         this.outTasks.length > 0 ||
+        this.reportedQueued > 0 ||
         this.requestSentAt < 0
       ) {
         this.commit(this.requestSentAt < 0);
@@ -374,6 +417,9 @@ export class ResilientWorker<T> implements Engine<T> {
       }
       this.received += g.t.length;
       this.rt.count("grantsReceived");
+      // A RELEASE that reached this worker parked was sent before its idle commit arrived: stale, or it would
+      // give back half of this grant (its next commit tells the coordinator it is no longer owed).
+      if (this.parked) this.owed = false;
       if (this.requestSentAt >= 0) {
         const sample = now() - this.requestSentAt;
         this.rttMs = this.rttMs === 0 ? sample : this.rttMs * 0.75 + sample * 0.25;

@@ -10,6 +10,11 @@ import { CentralWorker } from "./worker.ts";
 
 /** The coordinator and worker engines of one protocol: the plain one, or the one that survives deaths. */
 export interface CentralizedPair {
+  /**
+   * This rank's own puts go to its worker even with keep 0 (the resilient worker sends them with its next
+   * commit, where they are told apart from a lost copy's); the plain pair puts them straight into the queue.
+   */
+  readonly putsThroughWorker: boolean;
   coordinator<T>(rt: PoolRuntime, initial: readonly PendingPut<T>[]): Engine<T>;
   worker<T>(
     rt: PoolRuntime,
@@ -20,11 +25,13 @@ export interface CentralizedPair {
 }
 
 export const PLAIN: CentralizedPair = {
+  putsThroughWorker: false,
   coordinator: (rt, initial) => new Coordinator(rt, initial),
   worker: (rt, handler, ctx, initial) => new CentralWorker(rt, handler, ctx, initial),
 };
 
 export const RESILIENT: CentralizedPair = {
+  putsThroughWorker: true,
   coordinator: (rt, initial) => new ResilientCoordinator(rt, initial),
   worker: (rt, handler, ctx, initial) => new ResilientWorker(rt, handler, ctx, initial),
 };
@@ -45,6 +52,7 @@ export class WorkingCoordinator<T> implements Engine<T> {
   private readonly coordinator: Engine<T>;
   private readonly worker: Engine<T>;
   private readonly keep: number;
+  private readonly putsThroughWorker: boolean;
 
   constructor(
     pair: CentralizedPair,
@@ -55,12 +63,15 @@ export class WorkingCoordinator<T> implements Engine<T> {
   ) {
     const me = rt.rank;
     this.keep = rt.config.keep;
+    this.putsThroughWorker = pair.putsThroughWorker;
     this.coordinator = pair.coordinator<T>(
       new Loopback(rt, (tag, body) => this.worker.onMessage(me, tag, body)),
       initial,
     );
+    // The worker's values are its own until it sends them, like a remote worker's: the coordinator merges every
+    // worker's into the run's, which the worker must not take back as its own (a copy that lost would drop them).
     this.worker = pair.worker<T>(
-      new Loopback(rt, (tag, body) => this.coordinator.onMessage(me, tag, body)),
+      new Loopback(rt, (tag, body) => this.coordinator.onMessage(me, tag, body), rt.results.fork()),
       handler,
       ctx,
       [],
@@ -79,10 +90,10 @@ export class WorkingCoordinator<T> implements Engine<T> {
     this.coordinator.onMessage(source, tag, body);
   }
 
-  put(task: T, priority: number): void {
+  put(task: T, priority: number, _to?: number, fromTask = false): void {
     // Like any worker's, this rank's puts stay with its own worker (option `keep`); with keep 0 they go
     // straight into the queue, as a remote worker's would after a message.
-    if (this.keep > 0) this.worker.put(task, priority, undefined);
+    if (this.keep > 0 || this.putsThroughWorker) this.worker.put(task, priority, undefined, fromTask);
     else this.coordinator.put(task, priority, undefined);
   }
 
@@ -112,8 +123,9 @@ class Loopback extends PoolRuntime {
   constructor(
     private readonly base: PoolRuntime,
     private readonly local: (tag: number, body: Record<string, unknown>) => void,
+    results = base.results,
   ) {
-    super(base.link, base.config, base.epoch, base.stats, base.results, base.trace);
+    super(base.link, base.config, base.epoch, base.stats, results, base.trace);
   }
 
   override send(dest: number, tag: number, body: Record<string, unknown>): void {
