@@ -14,7 +14,8 @@
  * - poison: a tree in which task `tasks/2` kills whichever worker runs it: the run must fail naming it.
  * With `speculate`, worker 1 is a straggler (each of its tasks ends only when the scheduler picks it), and the
  * coordinator's straggler timer fires when the scheduler picks it: copies race their originals, and the result
- * must still count each task once.
+ * must still count each task once. Knobs from a review that broke earlier versions: `chunk`, `priorities`,
+ * `allAsync`, `appPuts` (the app's own puts during the run, which must count once too).
  */
 import { ResilientCoordinator } from "../../lib/pool/centralized/resilient-coordinator.ts";
 import { ResilientWorker } from "../../lib/pool/centralized/resilient-worker.ts";
@@ -41,6 +42,16 @@ export interface ResilientParams {
   readonly coordinatorWorks?: boolean;
   /** Option `speculate`, with worker 1 a straggler: its tasks end only when the scheduler lets one end. */
   readonly speculate?: boolean;
+  /** Option `chunk`. */
+  readonly chunk?: number;
+  /** Children get priorities -1, 0 or 1 at random. */
+  readonly priorities?: boolean;
+  /** Every task is async, ending when the scheduler lets it. */
+  readonly allAsync?: boolean;
+  /** The app puts this many tasks of its own during the run, on rank 0 or on the ranks in `spared`. */
+  readonly appPuts?: number;
+  /** Workers never killed (and so the ones the app puts on). */
+  readonly spared?: readonly number[];
 }
 
 export interface ResilientOutcome {
@@ -96,6 +107,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       ...(p.keep !== undefined ? { keep: p.keep } : {}),
       ...(p.coordinatorWorks ? { coordinatorWorks: true } : {}),
       ...(p.speculate ? { speculate: true } : {}),
+      ...(p.chunk ? { chunk: p.chunk } : {}),
     },
     undefined,
     size,
@@ -126,7 +138,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   const poisonId = Math.floor(tasks / 2);
   // Kill points: a worker (never the coordinator, rank 0) dies once this many handler runs have happened.
   const killAt = new Map<number, number>();
-  const victims = Array.from({ length: size - 1 }, (_, i) => i + 1);
+  const victims = Array.from({ length: size - 1 }, (_, i) => i + 1).filter((r) => !p.spared?.includes(r));
   for (let k = 0; k < p.kills && victims.length > 0; k++) {
     const rank = victims.splice(Math.floor(rnd() * victims.length), 1)[0] as number;
     killAt.set(rank, Math.floor(rnd() * tasks));
@@ -164,7 +176,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
     const rt = new PoolRuntime(link, config, 1, stats, res, undefined);
     const ctx: TaskContext<Task> = {
       rank,
-      put: (task) => engine.put(task, 0, undefined, true),
+      put: (task, o) => engine.put(task, o?.priority ?? 0, undefined, true),
       stop: () => {},
     };
     const handler = (task: Task, c: TaskContext<Task>): number | Promise<number> => {
@@ -178,9 +190,13 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       }
       if (p.workload === "poison" && task.id === poisonId && rank !== 0) kill(rank);
       if (p.workload !== "flat") {
-        for (let k = task.id * FAN + 1; k <= task.id * FAN + FAN && k < tasks; k++) c.put({ id: k });
+        for (let k = task.id * FAN + 1; k <= task.id * FAN + FAN && k < tasks; k++) {
+          c.put({ id: k }, p.priorities ? { priority: Math.floor(rnd() * 3) - 1 } : undefined);
+        }
       }
-      if (p.speculate && rank === 1) return new Promise<number>((resolve) => slowEnds.push(() => resolve(1)));
+      if ((p.speculate && rank === 1) || p.allAsync) {
+        return new Promise<number>((resolve) => slowEnds.push(() => resolve(1)));
+      }
       return 1;
     };
     const initial =
@@ -192,7 +208,13 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
     const engine: Engine<Task> =
       rank === 0
         ? p.coordinatorWorks
-          ? new WorkingCoordinator<Task>(RESILIENT, rt, handler, ctx, initial)
+          ? new WorkingCoordinator<Task>(
+              { ...RESILIENT, coordinator: (crt, init) => new ResilientCoordinator(crt, init, timers) },
+              rt,
+              handler,
+              ctx,
+              initial,
+            )
           : new ResilientCoordinator<Task>(rt, initial, timers)
         : new ResilientWorker<Task>(rt, handler, ctx, initial);
     engines.push(engine);
@@ -209,11 +231,25 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   for (const e of engines) e.start();
 
   const live = () => engines.map((_, r) => r).filter((r) => !dead.has(r));
+  let appLeft = p.appPuts ?? 0;
+  let appPut = 0;
+  const appRanks = [0, ...(p.spared ?? [])];
   let steps = 0;
   for (; steps < MAX_STEPS; steps++) {
     if (live().every((r) => outcome[r] !== "pending") && untold.length === 0) break;
     const pick = rnd();
-    if (slowEnds.length > 0 && pick > 0.97) {
+    if (appLeft > 0 && pick > 0.985 && pick <= 0.99) {
+      // Not on a rank whose run has ended (its put would wait for the next run), nor too near the end: a put
+      // racing the end of a run may miss it, in any pool.
+      const r = appRanks[Math.floor(rnd() * appRanks.length)] as number;
+      if (outcome[r] === "pending" && handlerRuns < tasks / 2) {
+        appLeft--;
+        appPut++;
+        engines[r]?.put({ id: tasks + appPut - 1 }, 0, undefined);
+      }
+      continue;
+    }
+    if (slowEnds.length > 0 && (pick > 0.97 || (p.allAsync && pick > 0.6))) {
       (slowEnds.shift() as () => void)();
     } else if (timerFns.size > 0 && pick > 0.95) {
       const [id, fn] = timerFns.entries().next().value as [number, () => void];
@@ -243,7 +279,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   await new Promise((resolve) => setImmediate(resolve));
 
   if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (a hang?)`);
-  const want = tasks;
+  const want = tasks + appPut;
   if (p.workload === "poison") {
     const coordinatorError = errors[0];
     if (outcome[0] !== "rejected" || !/kills its worker/.test(String(coordinatorError?.message))) {

@@ -6,7 +6,8 @@
  * run naming it. A failing schedule prints the line that replays it. And the simulation must catch a
  * coordinator that forgets a dead worker's ledger: a test that cannot fail proves nothing.
  *
- * WORKPOOL_SIM_SEEDS=N runs N seeds per workload instead of the default.
+ * WORKPOOL_SIM_SEEDS=N runs N seeds per workload instead of the default. The tests run one at a time: each
+ * replaces the process's clock with its schedule's while it runs.
  */
 import test from "ava";
 import { ResilientCoordinator } from "../../lib/pool/centralized/resilient-coordinator.ts";
@@ -36,7 +37,7 @@ function paramsFor(workload: ResilientWorkload, seed: number, speculate = false)
 }
 
 for (const workload of ["tree", "flat", "poison"] as const) {
-  test(`simulated schedules with deaths: ${workload}`, async (t) => {
+  test.serial(`simulated schedules with deaths: ${workload}`, async (t) => {
     const failures: string[] = [];
     let deaths = 0;
     let redealt = 0;
@@ -60,7 +61,7 @@ for (const workload of ["tree", "flat", "poison"] as const) {
 // Rescission for time: a straggler's tasks are copied to idle workers near the end, copies race their
 // originals (and deaths), and each task must still count once.
 for (const workload of ["tree", "flat"] as const) {
-  test(`simulated schedules with a straggler and speculate: ${workload}`, async (t) => {
+  test.serial(`simulated schedules with a straggler and speculate: ${workload}`, async (t) => {
     const failures: string[] = [];
     let speculated = 0;
     let rescinded = 0;
@@ -77,7 +78,30 @@ for (const workload of ["tree", "flat"] as const) {
   });
 }
 
-test("simulated schedules replay exactly from their seed", async (t) => {
+// What a review of the protocol broke it with, each on every seed: chunks, priorities, every task async, the
+// app's own puts during the run; a working coordinator with speculate (its own worker's values and puts apart
+// from the run's), with and without keep.
+const VARIANTS: [name: string, extra: Partial<ResilientParams>][] = [
+  ["chunk=3, speculate", { chunk: 3, speculate: true }],
+  ["priorities, keep=1", { priorities: true, keep: 1 }],
+  ["every task async, speculate", { allAsync: true, speculate: true }],
+  ["the app's puts during the run, speculate", { appPuts: 20, spared: [1], speculate: true }],
+  ["coordinatorWorks, speculate, keep=4", { coordinatorWorks: true, speculate: true, keep: 4 }],
+  ["coordinatorWorks, speculate, keep=0", { coordinatorWorks: true, speculate: true, keep: 0 }],
+];
+for (const [name, extra] of VARIANTS) {
+  test.serial(`simulated schedules with deaths, ${name}`, async (t) => {
+    const failures: string[] = [];
+    for (let seed = 1; seed <= SEEDS; seed++) {
+      const p: ResilientParams = { ...paramsFor("tree", seed), ...extra };
+      const out = await simulateResilient(p);
+      if (out.problems.length > 0) failures.push(`${out.problems.join("; ")}\n  ${resilientReplayHint(p)}`);
+    }
+    t.deepEqual(failures, [], `${failures.length} of ${SEEDS} schedules failed`);
+  });
+}
+
+test.serial("simulated schedules replay exactly from their seed", async (t) => {
   const p = paramsFor("tree", 7);
   const a = await simulateResilient(p);
   const b = await simulateResilient(p);
