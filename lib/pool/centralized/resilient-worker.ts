@@ -1,11 +1,10 @@
 import { deferred } from "../../deferred.ts";
 import { Executor, now } from "../executor.ts";
-import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
 import { type Results, type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
-import type { Fail } from "./protocol.ts";
+import { askToStop, failToCoordinator, settleOnWord } from "./ending.ts";
 import { type Commit, type Grant, TAG } from "./resilient-protocol.ts";
 
 /** Largest number of tasks a worker asks to hold. */
@@ -444,20 +443,9 @@ export class ResilientWorker<T> implements Engine<T> {
       // Answered between tasks (a commit never goes out while a task runs), or by the next idle commit. Not at
       // once while parked: the latest commit said this worker holds nothing, and a grant on its way wakes it.
       this.owed = true;
-    } else if (tag === TAG.done) {
+    } else if (settleOnWord(this.rt, this.settled, tag, body)) {
       this.finished = true;
-      this.rt.results.final = body.r as WireResult;
-      this.rt.stats.counters.capacity = this.capacity;
-      this.settled.resolve();
-      this.wakeUp();
-    } else if (tag === TAG.fail) {
-      this.finished = true;
-      this.settled.reject(failFromMessage(body as unknown as Fail));
-      this.wakeUp();
-    } else if (tag === TAG.stopped) {
-      this.finished = true;
-      this.rt.endStopped(body.r as WireResult);
-      this.settled.resolve();
+      if (tag === TAG.done) this.rt.stats.counters.capacity = this.capacity;
       this.wakeUp();
     }
   }
@@ -483,14 +471,13 @@ export class ResilientWorker<T> implements Engine<T> {
   stop(result: WireResult): void {
     if (this.finished || this.stopping) return;
     this.stopping = true;
-    this.rt.send(this.rt.config.coordinator, TAG.stop, withResult({}, result));
+    askToStop(this.rt, result);
   }
 
   fail(error: Error): void {
     if (this.finished) return;
     this.finished = true;
-    sendFail(this.rt, [this.rt.config.coordinator], TAG.fail, failureBody(this.rt.rank, error));
-    this.settled.reject(error);
+    failToCoordinator(this.rt, this.settled, error);
     this.wakeUp();
   }
 }

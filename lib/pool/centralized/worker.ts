@@ -1,12 +1,12 @@
 import { deferred } from "../../deferred.ts";
 import { FLUSH_TASKS, TaskBatch } from "../batch.ts";
 import { Executor, now } from "../executor.ts";
-import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
-import { type Fail, type Status, TAG } from "./protocol.ts";
+import { askToStop, failToCoordinator, settleOnWord } from "./ending.ts";
+import { type Status, TAG } from "./protocol.ts";
 
 /** Largest number of tasks a worker asks to hold. */
 const MAX_CAPACITY = 8192;
@@ -259,21 +259,12 @@ export class CentralWorker<T> implements Engine<T> {
       // at once, for as long as a grant to this worker is on its way).
       this.owed = true;
       if (!this.parked) this.release();
-    } else if (tag === TAG.done) {
+    } else if (settleOnWord(this.rt, this.settled, tag, body)) {
       this.finished = true;
-      this.rt.results.final = body.r as WireResult;
-      this.rt.stats.counters.capacity = this.capacity;
-      this.rt.stats.counters.rttUs = Math.round(this.rttMs * 1000);
-      this.settled.resolve();
-      this.wakeUp();
-    } else if (tag === TAG.fail) {
-      this.finished = true;
-      this.settled.reject(failFromMessage(body as unknown as Fail));
-      this.wakeUp();
-    } else if (tag === TAG.stopped) {
-      this.finished = true;
-      this.rt.endStopped(body.r as WireResult);
-      this.settled.resolve();
+      if (tag === TAG.done) {
+        this.rt.stats.counters.capacity = this.capacity;
+        this.rt.stats.counters.rttUs = Math.round(this.rttMs * 1000);
+      }
       this.wakeUp();
     }
   }
@@ -287,14 +278,13 @@ export class CentralWorker<T> implements Engine<T> {
   stop(result: WireResult): void {
     if (this.finished || this.stopping) return;
     this.stopping = true;
-    this.rt.send(this.rt.config.coordinator, TAG.stop, withResult({}, result));
+    askToStop(this.rt, result);
   }
 
   fail(error: Error): void {
     if (this.finished) return;
     this.finished = true;
-    sendFail(this.rt, [this.rt.config.coordinator], TAG.fail, failureBody(this.rt.rank, error));
-    this.settled.reject(error);
+    failToCoordinator(this.rt, this.settled, error);
     this.wakeUp();
   }
 }
