@@ -1,4 +1,6 @@
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import test from "ava";
 import { alive, childrenOf, parseReady, READY, waitUntilGone, waitUntilRemoved } from "../helpers/pids.ts";
 import { fixture, launch, linesOf, run } from "../helpers/run.ts";
@@ -41,17 +43,23 @@ test("--timeout ends a job that runs too long with status 124", async (t) => {
 });
 
 test("a job folder left by a launcher killed with its reaper is removed by the next launch", async (t) => {
-  const job = launch(["-n", "2", STUCK]);
+  // A temporary folder of this test's own: any launch removes stale job folders from its temporary folder, and
+  // another test file's launch, running meanwhile, would otherwise remove this one first.
+  const env = { TMPDIR: mkdtempSync(join(tmpdir(), "wp-signals-")) };
+  t.teardown(() => rmSync(env.TMPDIR, { recursive: true, force: true }));
+  const job = launch(["-n", "2", STUCK], env);
   const ready = parseReady(await job.lines(READY, 2));
   const dir = ready[0]?.dir as string;
-  const reapers = childrenOf(job.pid).filter((pid) => !ready.some((r) => r.pid === pid));
-  t.is(reapers.length, 1, "the launcher has one child besides its ranks: the reaper");
+  // Its reaper (`sh -c REAPER reaper DIR`); in a fresh temporary folder tsx may run an esbuild service too.
+  const isReaper = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").includes("reaper");
+  const reapers = childrenOf(job.pid).filter((pid) => !ready.some((r) => r.pid === pid) && isReaper(pid));
+  t.is(reapers.length, 1, "the launcher has one reaper");
   for (const pid of reapers) process.kill(pid, "SIGKILL");
   job.child.kill("SIGKILL");
   await job.result;
   t.deepEqual(await waitUntilGone(ready.map((r) => r.pid)), [], "ranks exit when their lifeline closes");
   t.true(existsSync(dir), "nobody was left to remove the job folder");
-  const next = await run(["-n", "1", fixture("hello.ts")]);
+  const next = await run(["-n", "1", fixture("hello.ts")], env);
   t.is(next.code, 0, next.stderr);
   t.false(existsSync(dir), "the next launch removed it: its owner is gone");
 });
