@@ -4,7 +4,7 @@ import { writeFileSync } from "node:fs";
 import type { ExecutionContext } from "ava";
 import { parseResult } from "../fixtures/hosts-job-check.ts";
 import { expectedTotal } from "../fixtures/hosts-values.ts";
-import type { TestHosts } from "./hosts.ts";
+import type { Sshd, TestHosts } from "./hosts.ts";
 import { until } from "./pids.ts";
 import type { RunResult, Running } from "./run.ts";
 
@@ -47,4 +47,17 @@ export async function nothingLeft(
 ): Promise<void> {
   await until(() => leftovers(hosts, except).length === 0);
   t.deepEqual(leftovers(hosts, except), [], message);
+}
+
+/**
+ * Waits until the hosts run nothing but their sshds: sshd's session processes end a moment after the ssh client
+ * that the launcher waited for.
+ */
+export function nothingButSshd(t: ExecutionContext, hosts: TestHosts, sshds: readonly Sshd[]): Promise<void> {
+  return nothingLeft(
+    t,
+    hosts,
+    "nothing but sshd is left on the hosts",
+    sshds.map((d) => d.pid),
+  );
 }

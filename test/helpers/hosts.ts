@@ -412,6 +412,24 @@ export interface Sshd {
   stop(): Promise<void>;
 }
 
+/**
+ * One set of ssh options that logs in to every one of `sshds`: the first one's options, with every sshd's
+ * known_hosts file and every client key.
+ */
+export function sshOptionsForAll(sshds: readonly Sshd[]): string[] {
+  const [first, ...others] = sshds as [Sshd, ...Sshd[]];
+  const knownHosts = (d: Sshd): string => {
+    const found = d.sshOptions.find((o) => o.startsWith("UserKnownHostsFile="));
+    if (found === undefined) throw new Error(`no UserKnownHostsFile in ${d.sshOptions.join(" ")}`);
+    return found.slice("UserKnownHostsFile=".length);
+  };
+  const allKnown = sshds.map(knownHosts).join(" ");
+  return [
+    ...first.sshOptions.map((o) => (o.startsWith("UserKnownHostsFile=") ? `UserKnownHostsFile=${allKnown}` : o)),
+    ...others.flatMap((d) => ["-i", d.sshOptions[d.sshOptions.indexOf("-i") + 1] as string]),
+  ];
+}
+
 /** Makes an ed25519 key pair without a passphrase at `path` and `path`.pub. */
 async function keygen(path: string): Promise<void> {
   const result = await runProgram(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "workpool-test", "-f", path]);

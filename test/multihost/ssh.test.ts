@@ -2,7 +2,7 @@
 // launcher's agent is `ssh` with options that log in there, and a third host, isolated, does not answer.
 // Skipped (failed under CI=true) where namespaces cannot be made or sshd is not installed.
 import { join } from "node:path";
-import test, { type ExecutionContext } from "ava";
+import test from "ava";
 import { shellQuote } from "../../launcher/backends/hosts.ts";
 import { tempFolder } from "../helpers/folders.ts";
 import {
@@ -10,11 +10,12 @@ import {
   canStartSshd,
   makeHosts,
   type Sshd,
+  sshOptionsForAll,
   startSshd,
   type TestHost,
   type TestHosts,
 } from "../helpers/hosts.ts";
-import { finishes, nothingLeft, ok } from "../helpers/hosts-job.ts";
+import { finishes, nothingButSshd, ok } from "../helpers/hosts-job.ts";
 import { needs } from "../helpers/needs.ts";
 import { fixture, launch, linesOf, rank0, run } from "../helpers/run.ts";
 import { shared } from "../helpers/shared.ts";
@@ -39,32 +40,13 @@ interface Setup {
   readonly agent: string;
 }
 
-/**
- * One set of ssh options that logs in to both sshds: both client keys, and both known_hosts files as one
- * UserKnownHostsFile value (a value with a blank, quoted in the agent line).
- */
-function bothSshds(first: Sshd, second: Sshd): string[] {
-  const value = (options: readonly string[], prefix: string): string => {
-    const found = options.find((o) => o.startsWith(prefix));
-    if (found === undefined) throw new Error(`no ${prefix} in ${options.join(" ")}`);
-    return found.slice(prefix.length);
-  };
-  const key = second.sshOptions[second.sshOptions.indexOf("-i") + 1] as string;
-  const knownHosts = `${value(first.sshOptions, "UserKnownHostsFile=")} ${value(second.sshOptions, "UserKnownHostsFile=")}`;
-  return [
-    ...first.sshOptions.map((o) => (o.startsWith("UserKnownHostsFile=") ? `UserKnownHostsFile=${knownHosts}` : o)),
-    "-i",
-    key,
-  ];
-}
-
 /** Makes the hosts and starts sshd in A and B; if sshd fails, removes the hosts again. */
 async function setUp(): Promise<Setup> {
   const hosts = await makeHosts(3);
   try {
     const [a, b, c] = hosts.hosts as [TestHost, TestHost, TestHost];
     const sshds = [await startSshd(hosts, a), await startSshd(hosts, b)] as const;
-    const words = ["ssh", ...bothSshds(...sshds), "-o", `ConnectTimeout=${CONNECT_TIMEOUT_S}`];
+    const words = ["ssh", ...sshOptionsForAll(sshds), "-o", `ConnectTimeout=${CONNECT_TIMEOUT_S}`];
     return { hosts, a, b, c, sshds, agent: words.map(shellQuote).join(" ") };
   } catch (e) {
     await hosts.remove();
@@ -77,15 +59,6 @@ const setup = shared(test, setUp, async (s) => {
   for (const sshd of s.sshds) await sshd.stop();
   await s.hosts.remove();
 });
-
-/**
- * Waits until the hosts run nothing but their sshds: sshd's session processes end a moment after the ssh client
- * that the launcher waited for.
- */
-function nothingButSshd(t: ExecutionContext, s: Setup): Promise<void> {
-  const sshds = s.sshds.map((d) => d.pid);
-  return nothingLeft(t, s.hosts, "nothing but sshd is left on the hosts", sshds);
-}
 
 const TEMP = "wp-ssh-test-";
 
@@ -111,7 +84,7 @@ withSshd(
     t.is(secrets.key.length, 80);
     t.deepEqual(secretsOnCommandLines(secrets), []);
     await finishes(t, job, go, [[s.a.address], [s.a.address], [s.b.address]]);
-    await nothingButSshd(t, s);
+    await nothingButSshd(t, s.hosts, s.sshds);
   },
 );
 
@@ -122,7 +95,7 @@ withSshd("uts --verify over ssh on 2 hosts: exact counts", async (t) => {
   ok(t, r);
   t.like(JSON.parse(rank0(r.stdout)[0] ?? "null"), { nodes: 16000, leaves: 12839, depth: 6, ranks: 4 });
   t.regex(r.stderr, /\[0\] uts: verified: 16000 nodes, 12839 leaves, depth 6, as the UTS C reference counts T1XXS/);
-  await nothingButSshd(t, s);
+  await nothingButSshd(t, s.hosts, s.sshds);
 });
 
 withSshd("the launcher killed by SIGKILL: the ranks on the ssh hosts go away", async (t) => {
@@ -133,7 +106,7 @@ withSshd("the launcher killed by SIGKILL: the ranks on the ssh hosts go away", a
   t.true(s.hosts.pids(s.b).includes(ready[1]?.pid as number), "rank 1 runs on host B");
   job.child.kill("SIGKILL");
   t.is((await job.result).signal, "SIGKILL");
-  await nothingButSshd(t, s);
+  await nothingButSshd(t, s.hosts, s.sshds);
   t.deepEqual(running(ready.map((r) => r.pid)), []);
 });
 
@@ -152,6 +125,6 @@ withSshd(
     const summary = `workpool: rank 1 (host ${s.c.name}) failed (exit code 255): ssh: connect to host ${s.c.name} port 22: Connection timed out`;
     t.true([summary, `${summary} (...)`].includes(linesOf(r.stderr).at(-1) ?? ""), r.stderr);
     t.true(seconds < CONNECT_TIMEOUT_S + 20, "the launcher gave up with ssh, and did not hang");
-    await nothingButSshd(t, s);
+    await nothingButSshd(t, s.hosts, s.sshds);
   },
 );

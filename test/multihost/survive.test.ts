@@ -14,11 +14,12 @@ import {
   canStartSshd,
   makeHosts,
   type Sshd,
+  sshOptionsForAll,
   startSshd,
   type TestHost,
   type TestHosts,
 } from "../helpers/hosts.ts";
-import { nothingLeft } from "../helpers/hosts-job.ts";
+import { nothingButSshd } from "../helpers/hosts-job.ts";
 import { needs } from "../helpers/needs.ts";
 import { until } from "../helpers/pids.ts";
 import { runProgram } from "../helpers/program.ts";
@@ -50,30 +51,13 @@ interface Setup {
   readonly placement: readonly TestHost[];
 }
 
-/** The value of ssh option `name` (`-o NAME=VALUE`) in `options`. */
-function optionValue(options: readonly string[], name: string): string {
-  const found = options.find((o) => o.startsWith(`${name}=`));
-  if (found === undefined) throw new Error(`no ${name} in ${options.join(" ")}`);
-  return found.slice(name.length + 1);
-}
-
-/** One set of ssh options that logs in to every one of `sshds`: every client key, every known_hosts file. */
-function allSshds(sshds: readonly Sshd[]): string[] {
-  const [first, ...others] = sshds as [Sshd, ...Sshd[]];
-  const knownHosts = sshds.map((d) => optionValue(d.sshOptions, "UserKnownHostsFile")).join(" ");
-  return [
-    ...first.sshOptions.map((o) => (o.startsWith("UserKnownHostsFile=") ? `UserKnownHostsFile=${knownHosts}` : o)),
-    ...others.flatMap((d) => ["-i", d.sshOptions[d.sshOptions.indexOf("-i") + 1] as string]),
-  ];
-}
-
 /** Makes the hosts and starts sshd in each; if sshd fails, removes the hosts again. */
 async function setUp(): Promise<Setup> {
   const hosts = await makeHosts(3);
   try {
     const [a, b, c] = hosts.hosts as [TestHost, TestHost, TestHost];
     const sshds = [await startSshd(hosts, a), await startSshd(hosts, b), await startSshd(hosts, c)];
-    const words = ["ssh", ...allSshds(sshds), "-o", `ConnectTimeout=${CONNECT_TIMEOUT_S}`];
+    const words = ["ssh", ...sshOptionsForAll(sshds), "-o", `ConnectTimeout=${CONNECT_TIMEOUT_S}`];
     const sixRanks = ["-H", `${a.name}:2,${b.name}:2,${c.name}:2`, "--agent", words.map(shellQuote).join(" ")];
     return { hosts, a, b, c, sshds, sixRanks, placement: [a, a, b, b, c, c] };
   } catch (e) {
@@ -87,12 +71,6 @@ const setup = shared(test, setUp, async (s) => {
   for (const sshd of s.sshds) await sshd.stop();
   await s.hosts.remove();
 });
-
-/** Waits until the hosts run nothing but their sshds (sshd's session processes end a moment after the job). */
-function nothingButSshd(t: ExecutionContext, s: Setup): Promise<void> {
-  const sshds = s.sshds.map((d) => d.pid);
-  return nothingLeft(t, s.hosts, "nothing but sshd is left on the hosts", sshds);
-}
 
 /** The sshd of `host`. */
 function sshdOf(s: Setup, host: TestHost): Sshd {
@@ -193,7 +171,7 @@ for (const [seed, victim] of [
       );
       t.regex(deathsOf(r.stderr)[0]?.[3] ?? "", /^: pool\d+ re-dealt \d+ tasks?$/);
       t.is(linesOf(r.stdout).filter((l) => l.endsWith(" survived")).length, 5, r.stdout);
-      await nothingButSshd(t, s);
+      await nothingButSshd(t, s.hosts, s.sshds);
     },
   );
 }
@@ -257,7 +235,7 @@ withSshd(
       `deaths reported ${times.map((at) => `${at - cut} ms`).join(", ")} after the crash; ` +
         `the job ended ${ended - cut} ms after it`,
     );
-    await nothingButSshd(t, s);
+    await nothingButSshd(t, s.hosts, s.sshds);
   },
 );
 
@@ -295,6 +273,6 @@ withSshd(
       signalAll(jobProcesses(s, s.c), "SIGKILL");
       await s.hosts.unisolate(s.c);
     }
-    await nothingButSshd(t, s);
+    await nothingButSshd(t, s.hosts, s.sshds);
   },
 );
