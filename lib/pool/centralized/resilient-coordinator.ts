@@ -421,7 +421,8 @@ export class ResilientCoordinator<T> implements Engine<T> {
       this.fail(
         new RankFailedError(
           rank,
-          `every worker of the pool died (the last: ${error.message}); ${left} task${left === 1 ? "" : "s"} not run`,
+          `every worker of the pool died (the last: ${error.message}` +
+            `${running ? `, while running task ${describe(running.task)}` : ""}); ${left} task${left === 1 ? "" : "s"} not run`,
           { cause: error },
         ),
       );
