@@ -14,6 +14,11 @@
  *   sequential search with two workers: centralized -n 3 (a coordinator and 2 workers, 3 processes on the
  *   cores), centralized with coordinatorWorks -n 2 (the coordinator is one of the 2 workers), distributed -n 2.
  *   Target: >= 1.8x.
+ * - Block matching's locality keys (PutOptions.key: a strip's frame pair): frames loaded (every rank loads the
+ *   frames its strips need into a cache of 4) and solve time, with keys and with `--no-keys`, distributed -n 2
+ *   on the same sequence, each round; and the same shape with emulated work at 16 ranks
+ *   (bench/programs/bm-emulated.ts: timed waits, a strip ~20 ms, a frame load 100 ms; one seed per round).
+ *   Reported as figures and ratios, no target.
  *
  * Every parallel answer is checked against the sequential one (sum of distances; SAD total); a wrong answer, or
  * a run that fails, is a miss whatever the times (the failures are listed under the tables). These are real CPU-bound runs, so the figures depend on the cores free: the
@@ -40,6 +45,9 @@ const SHORTEST_PATHS = join(ROOT, "apps", "shortest-paths");
 const BLOCK_MATCHING = join(ROOT, "apps", "block-matching");
 const DIJKSTRA = join(ROOT, "bench", "programs", "dijkstra.ts");
 const BM_SEQ = join(ROOT, "bench", "programs", "bm-seq.ts");
+const BM_EMULATED = join(ROOT, "bench", "programs", "bm-emulated.ts");
+/** The emulated block matching at 16 ranks: frame pairs, strips per pair, ms per frame load, cache frames. */
+const EMULATED_BM = { ranks: 16, pairs: 24, strips: 100, loadMs: 100, cache: 4 } as const;
 
 /** What `apps/shortest-paths` generates with no input (its DEFAULT_GRAPH). */
 const DEFAULT_GRAPH = "grid:600x600";
@@ -64,6 +72,13 @@ interface BlocksJson {
   blocks: number;
   sadTotal: number;
   seconds: number;
+  /** Frames each rank loaded (the app's --json; not bm-seq's). */
+  framesLoaded?: number[];
+}
+interface EmulatedBmJson {
+  seconds: number;
+  framesLoaded: number[];
+  workSeconds: number;
 }
 
 /** Runs a program under tsx (as ranks run) and returns its last JSON line. */
@@ -305,6 +320,16 @@ export const suite: Suite = {
     ] as const;
     const appArgs = ["--generate", SEQUENCE, "--block", String(BLOCK), "--range", String(RANGE)];
     const bmSamples = bmConfigs.map(newSamples);
+    /** Locality keys: distributed -n 2 with keys (bmConfigs' run) and without, and the emulated 16 ranks. */
+    const keyed = {
+      on: { seconds: [] as number[], loads: [] as number[] },
+      off: { seconds: [] as number[], loads: [] as number[] },
+    };
+    const emulated = {
+      on: { seconds: [] as number[], loads: [] as number[] },
+      off: { seconds: [] as number[], loads: [] as number[] },
+    };
+    const sum = (xs: readonly number[] | undefined) => (xs ?? []).reduce((a, b) => a + b, 0);
     let blocks = 0;
     // The machine's own ceiling for two workers: two sequential searches at once, each on its own core.
     const ceilings: number[] = [];
@@ -319,9 +344,38 @@ export const suite: Suite = {
           failures,
           bmSamples[i] as Samples,
           seq,
-          () => launch<BlocksJson>(np, variant, BLOCK_MATCHING, appArgs),
+          async () => {
+            const r = await launch<BlocksJson>(np, variant, BLOCK_MATCHING, appArgs);
+            if (variant === "distributed") {
+              keyed.on.seconds.push(r.seconds);
+              keyed.on.loads.push(sum(r.framesLoaded));
+            }
+            return r;
+          },
           (r) => r.sadTotal === seq.sadTotal && r.blocks === seq.blocks,
         );
+      }
+      try {
+        const r = await launch<BlocksJson>(2, "distributed", BLOCK_MATCHING, [...appArgs, "--no-keys"]);
+        if (r.sadTotal !== seq.sadTotal || r.blocks !== seq.blocks)
+          failures.push("block matching --no-keys: WRONG answer");
+        keyed.off.seconds.push(r.seconds);
+        keyed.off.loads.push(sum(r.framesLoaded));
+      } catch (e) {
+        failures.push(`block matching --no-keys: ${(e instanceof Error ? e.message : String(e)).split("\n")[0]}`);
+      }
+      for (const keys of ["on", "off"] as const) {
+        const { ranks, pairs, strips, loadMs, cache } = EMULATED_BM;
+        const args = [pairs, strips, loadMs, cache, keys, round + 1].map(String);
+        try {
+          const r = await launch<EmulatedBmJson>(ranks, "distributed", BM_EMULATED, args);
+          emulated[keys].seconds.push(r.seconds);
+          emulated[keys].loads.push(sum(r.framesLoaded));
+        } catch (e) {
+          failures.push(
+            `emulated block matching, keys ${keys}: ${(e instanceof Error ? e.message : String(e)).split("\n")[0]}`,
+          );
+        }
       }
     }
     const bmRows: string[][] = [
@@ -350,6 +404,39 @@ export const suite: Suite = {
         `${ceilings.map((c) => fmt(c)).join(", ")}).\n`,
     );
     process.stdout.write(`${formatTable(bmRows)}\n`);
+    const { ranks, pairs, strips, loadMs, cache } = EMULATED_BM;
+    const median = (xs: readonly number[]) => {
+      const a = [...xs].sort((x, y) => x - y);
+      return a.length === 0 ? Number.NaN : ((a[(a.length - 1) >> 1] as number) + (a[a.length >> 1] as number)) / 2;
+    };
+    const keyRows: string[][] = [
+      ["locality keys", "ranks", "frames loaded, keys", "without", "ratio", "solve s, keys", "without", "ratio"],
+    ];
+    for (const [label, np, m] of [
+      [`block matching ${SEQUENCE}`, 2, keyed],
+      [`emulated ${pairs} pairs x ${strips} strips`, ranks, emulated],
+    ] as const) {
+      const loadsOn = median(m.on.loads);
+      const loadsOff = median(m.off.loads);
+      keyRows.push([
+        label,
+        String(np),
+        `${fmt(loadsOn)} (${m.on.loads.join(", ")})`,
+        `${fmt(loadsOff)} (${m.off.loads.join(", ")})`,
+        fmt(loadsOn / loadsOff),
+        fmt(best(m.on.seconds)),
+        fmt(best(m.off.seconds)),
+        fmt(best(m.on.seconds) / best(m.off.seconds)),
+      ]);
+    }
+    process.stdout.write(
+      "\nLocality keys (put(strip, { key: frame pair })) against --no-keys, distributed (receiver-initiated), each\n" +
+        `rank loading the frames its strips need into a cache of ${cache} frames. Frames loaded: the sum over ranks,\n` +
+        "median of the rounds (each round's in brackets); ratio = with keys / without (below 1: keys load fewer).\n" +
+        "Solve s: best of the rounds. The 16-rank row emulates the work with timed waits (this machine has " +
+        `${cpus().length} cores):\na strip waits ~20 ms (bench/programs/emulated.ts), a frame load ${loadMs} ms; one seed per round.\n`,
+    );
+    process.stdout.write(`${formatTable(keyRows)}\n`);
     for (const f of failures) process.stdout.write(`failed run: ${f}\n`);
     process.stdout.write(`Load average (1, 5, 15 min) at the end: ${load()}\n`);
     return score.report();

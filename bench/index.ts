@@ -13,6 +13,8 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   startup: async () => (await import("./startup.ts")).suite,
   hosts: async () => (await import("./hosts.ts")).suite,
   faults: async () => (await import("./faults.ts")).suite,
+  strategies: async () => (await import("./strategies.ts")).suite,
+  loops: async () => (await import("./loops.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

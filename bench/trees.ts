@@ -102,7 +102,7 @@ function parseOptions(args: readonly string[]): Options {
 }
 
 /** Rank 0's line of a `sequential` or `pool` run. */
-interface RunJson {
+export interface RunJson {
   readonly tree: string;
   readonly ranks: number;
   readonly nodes: number;
@@ -171,6 +171,23 @@ function checkCounts(what: string, tree: string, got: { nodes: number; leaves?: 
   }
 }
 
+/**
+ * One launch of `tree` on `np` ranks: the plain loop (`pool` undefined, one rank) or a pool spec, solved `repeat`
+ * times; its counts are checked (a wrong count throws, naming it). Also used by `bench strategies`.
+ */
+export async function solveTree(
+  np: number,
+  pool: string | undefined,
+  tree: string,
+  repeat: number,
+  timeoutMs = TIMEOUT_MS,
+): Promise<RunJson> {
+  const mode = pool === undefined ? "sequential" : "pool";
+  const r = (await launch<RunJson>(np, pool, [mode, tree, String(repeat)], timeoutMs)).at(-1) as RunJson;
+  checkCounts(pool === undefined ? "the plain loop" : `${pool} on ${np} ranks`, tree, r);
+  return r;
+}
+
 const sum = (values: readonly number[]) => values.reduce((a, b) => a + b, 0);
 const max = (values: readonly number[]) => values.reduce((a, b) => Math.max(a, b), Number.NEGATIVE_INFINITY);
 const counter = (stats: readonly PoolStats[] | undefined, name: string) =>
@@ -182,7 +199,7 @@ const counter = (stats: readonly PoolStats[] | undefined, name: string) =>
  * answered, pushes received), requests sent, pool messages, and the termination latency (last task finished
  * anywhere to the last rank returning from run).
  */
-function activity(stats: readonly PoolStats[] | undefined) {
+export function activity(stats: readonly PoolStats[] | undefined) {
   const s = stats ?? [];
   return {
     moved: counter(s, "tasksMovedIn") + counter(s, "tasksGranted"),
@@ -230,9 +247,7 @@ export const suite: Suite = {
       let best: RunJson | undefined;
       let first = Number.POSITIVE_INFINITY;
       for (let round = 0; round < o.rounds; round++) {
-        const mode = pool === undefined ? "sequential" : "pool";
-        const r = (await launch<RunJson>(np, pool, [mode, tree, String(repeat)], timeoutMs)).at(-1) as RunJson;
-        checkCounts(pool === undefined ? "the plain loop" : `${pool} on ${np} ranks`, tree, r);
+        const r = await solveTree(np, pool, tree, repeat, timeoutMs);
         if (!best || r.seconds < best.seconds) best = r;
         first = Math.min(first, r.first);
       }

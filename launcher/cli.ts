@@ -10,6 +10,7 @@ import {
   PARTNER_POLICIES,
   resolvePoolConfig,
   TERMINATION_DETECTORS,
+  TOPOLOGIES,
 } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
@@ -63,6 +64,7 @@ function strategyHelp(): string {
       lines.push(`  ${`${key}=${name}`.padEnd(24)}${strategy.summary}`);
     }
   }
+  lines.push(`  topology=${TOPOLOGIES.join("|")}  the graph of partner=neighbours and diffusion`);
   return lines.join("\n");
 }
 

@@ -2,9 +2,10 @@
  * Short readable names for pool specs, for the report's charts and tables (the full spec goes in a tooltip):
  * `distributed,initiation=receiver,partner=random,termination=token-ring` -> `dist recv/random/token`,
  * `centralized,coordinatorWorks=true` -> `central coordinatorWorks`, `centralized,keep=0` -> `central keep=0`.
- * A distributed name always shows initiation/partner/termination, defaults filled in; other keys as given.
+ * A distributed name always shows initiation/partner/termination, defaults filled in (no partner for the
+ * initiations that take none: `dist lifeline/token`); other keys as given.
  */
-import { resolvePoolConfig } from "../lib/internal.ts";
+import { PARTNERED, resolvePoolConfig } from "../lib/internal.ts";
 
 const SHORT: Readonly<Record<string, string>> = {
   centralized: "central",
@@ -25,7 +26,8 @@ export function shortLabel(spec: string): string {
   }
   const parts = [short(config.mode)];
   if (config.mode === "distributed") {
-    parts.push([config.initiation, config.partner, config.termination].map(short).join("/"));
+    const partner = PARTNERED[config.initiation] ? [config.partner] : [];
+    parts.push([config.initiation, ...partner, config.termination].map(short).join("/"));
   }
   for (const part of spec.split(",")) {
     const eq = part.indexOf("=");

@@ -24,7 +24,11 @@ export type {
   PoolMode,
   PoolOptions,
   TerminationDetector,
+  Topology,
 } from "./pool/options.ts";
+import "./loop/doacross.ts";
+export type { DoacrossBody, DoacrossOptions, DoacrossResult } from "./loop/doacross.ts";
+export type { LoopBody, LoopContext, LoopOptions, LoopResult, LoopStats } from "./loop/options.ts";
 export type { BoundSense } from "./pool/bound.ts";
 export { Bound } from "./pool/bound.ts";
 export { Pool } from "./pool/pool.ts";

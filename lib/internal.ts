@@ -11,7 +11,18 @@ export { parseControlAddress } from "./runtime/control.ts";
 export type { RankDeathListener } from "./runtime/deaths.ts";
 export { onRankDeath } from "./runtime/deaths.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
-export { DISTRIBUTED_COMBINATIONS, distributedSpec, INITIATIONS, PARTNERS, TERMINATIONS } from "./pool/config.ts";
+export {
+  comboFromName,
+  comboName,
+  DISTRIBUTED_COMBINATIONS,
+  type DistributedCombination,
+  distributedSpec,
+  INITIATIONS,
+  PARTNERED,
+  PARTNERS,
+  TERMINATIONS,
+  TOPOLOGIES,
+} from "./pool/config.ts";
 export { parsePoolSpec, resolvePoolConfig } from "./pool/options.ts";
 export { PARTNER_POLICIES } from "./pool/partner/registry.ts";
 export { testSeams } from "./pool/runtime.ts";

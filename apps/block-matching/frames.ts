@@ -135,9 +135,9 @@ const isSpace = (c: number | undefined): boolean => c === 32 || c === 9 || c ===
 
 /**
  * Parses the P5 images in `bytes` (one or more back to back; only whitespace may follow the last).
- * `file` names the input in error messages.
+ * `file` names the input in error messages; `offsets`, if given, receives where each image's samples start.
  */
-export function parsePgm(bytes: Uint8Array, file = "<input>"): Frame[] {
+export function parsePgm(bytes: Uint8Array, file = "<input>", offsets?: number[]): Frame[] {
   const frames: Frame[] = [];
   let p = 0;
   const fail = (what: string): never => {
@@ -177,6 +177,7 @@ export function parsePgm(bytes: Uint8Array, file = "<input>"): Frame[] {
     const size = width * height;
     if (p + size > bytes.length) fail(`truncated: ${width}x${height} needs ${size} bytes, ${bytes.length - p} left`);
     const frame = { width, height, luma: new Uint8Array(bytes.subarray(p, p + size)) };
+    offsets?.push(p);
     p += size;
     const first = frames[0];
     if (first !== undefined && (first.width !== width || first.height !== height)) {

@@ -86,7 +86,7 @@ function hash(seed: number, a: number, b: number): number {
   return h >>> 0;
 }
 
-interface Texture {
+export interface Texture {
   readonly seed: number;
   readonly base: number;
   /** Amplitude of the smooth pattern (8-pixel value noise), 0..255. */
@@ -120,8 +120,22 @@ function insideShape(shape: Shape, lx: number, ly: number): boolean {
   return ex * ex + ey * ey <= 1;
 }
 
-/** Generates the sequence of `spec` (a `WxH:FRAMES` string or parsed spec) from `seed`. */
-export function generateSequence(spec: string | SequenceSpec, seed: number = DEFAULT_VIDEO_SEED): Sequence {
+/**
+ * What a generated sequence is made of: its size, background and shapes with their textures. Any frame can be
+ * rendered from it alone (`renderFrame`), so a rank renders only the frames it needs.
+ */
+export interface SequencePlan {
+  readonly width: number;
+  readonly height: number;
+  readonly count: number;
+  readonly background: { readonly vx: number; readonly vy: number };
+  readonly shapes: readonly Shape[];
+  readonly bgTexture: Texture;
+  readonly textures: readonly Texture[];
+}
+
+/** The plan of the sequence of `spec` (a `WxH:FRAMES` string or parsed spec) from `seed`: cheap, no pixels. */
+export function planSequence(spec: string | SequenceSpec, seed: number = DEFAULT_VIDEO_SEED): SequencePlan {
   const { width, height, frames: count } = typeof spec === "string" ? parseSequenceSpec(spec) : spec;
   const rnd = new Random(seed);
   const background = { vx: rnd.int(-MAX_BACKGROUND_SPEED, MAX_BACKGROUND_SPEED), vy: rnd.int(-1, 1) };
@@ -142,32 +156,48 @@ export function generateSequence(spec: string | SequenceSpec, seed: number = DEF
     shapes.push({ kind: rnd.next() < 0.5 ? "rect" : "ellipse", x0: xm - vx * mid, y0: ym - vy * mid, w, h, vx, vy });
     textures.push({ seed: rnd.nextUint32(), base: rnd.int(0, 120), smooth: rnd.int(60, 140), fine: rnd.int(40, 80) });
   }
+  return { width, height, count, background, shapes, bgTexture, textures };
+}
+
+/** Renders frame `k` of a planned sequence, with its labels (0 background, i + 1 where shape i is visible). */
+export function renderFrame(plan: SequencePlan, k: number): { frame: Frame; label: Uint8Array } {
+  const { width, height, background, shapes, bgTexture, textures } = plan;
+  if (!Number.isInteger(k) || k < 0 || k >= plan.count) {
+    throw new InputError(`frame ${k} is not in the ${plan.count}-frame generated sequence`);
+  }
+  const luma = new Uint8Array(width * height);
+  const label = new Uint8Array(width * height);
+  const ox = background.vx * k;
+  const oy = background.vy * k;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) luma[y * width + x] = texel(bgTexture, x - ox, y - oy);
+  }
+  shapes.forEach((s, i) => {
+    const sx = s.x0 + s.vx * k;
+    const sy = s.y0 + s.vy * k;
+    const tex = textures[i]!;
+    for (let y = Math.max(0, sy); y < Math.min(height, sy + s.h); y++) {
+      for (let x = Math.max(0, sx); x < Math.min(width, sx + s.w); x++) {
+        if (!insideShape(s, x - sx, y - sy)) continue;
+        luma[y * width + x] = texel(tex, x - sx, y - sy);
+        label[y * width + x] = i + 1;
+      }
+    }
+  });
+  return { frame: { width, height, luma }, label };
+}
+
+/** Generates the sequence of `spec` (a `WxH:FRAMES` string or parsed spec) from `seed`: every frame. */
+export function generateSequence(spec: string | SequenceSpec, seed: number = DEFAULT_VIDEO_SEED): Sequence {
+  const plan = planSequence(spec, seed);
   const frames: Frame[] = [];
   const labels: Uint8Array[] = [];
-  for (let k = 0; k < count; k++) {
-    const luma = new Uint8Array(width * height);
-    const label = new Uint8Array(width * height);
-    const ox = background.vx * k;
-    const oy = background.vy * k;
-    for (let y = 0; y < height; y++) {
-      for (let x = 0; x < width; x++) luma[y * width + x] = texel(bgTexture, x - ox, y - oy);
-    }
-    shapes.forEach((s, i) => {
-      const sx = s.x0 + s.vx * k;
-      const sy = s.y0 + s.vy * k;
-      const tex = textures[i]!;
-      for (let y = Math.max(0, sy); y < Math.min(height, sy + s.h); y++) {
-        for (let x = Math.max(0, sx); x < Math.min(width, sx + s.w); x++) {
-          if (!insideShape(s, x - sx, y - sy)) continue;
-          luma[y * width + x] = texel(tex, x - sx, y - sy);
-          label[y * width + x] = i + 1;
-        }
-      }
-    });
-    frames.push({ width, height, luma });
+  for (let k = 0; k < plan.count; k++) {
+    const { frame, label } = renderFrame(plan, k);
+    frames.push(frame);
     labels.push(label);
   }
-  return { frames, labels, shapes, background };
+  return { frames, labels, shapes: plan.shapes, background: plan.background };
 }
 
 /**

@@ -38,18 +38,32 @@ export function blockGrid(frame: { width: number; height: number }, block: numbe
 
 /** Validates a search (frames, block size, range); throws `InputError` naming the bad value. */
 export function checkSearch(cur: Frame, ref: Frame, block: number, range: number): void {
-  if (!Number.isInteger(block) || block < 1 || block > MAX_BLOCK) {
-    throw new InputError(`block size must be an integer in 1..${MAX_BLOCK}; got ${block}`);
-  }
-  if (!Number.isInteger(range) || range < 0) throw new InputError(`search range must be an integer >= 0; got ${range}`);
+  checkBlockAndRange(block, range);
   if (cur.width !== ref.width || cur.height !== ref.height) {
     throw new InputError(`frame is ${cur.width}x${cur.height} but the reference is ${ref.width}x${ref.height}`);
   }
   if (cur.luma.length !== cur.width * cur.height || ref.luma.length !== ref.width * ref.height) {
     throw new InputError(`frame luma must hold width * height = ${cur.width * cur.height} bytes`);
   }
-  if (block > cur.width || block > cur.height) {
-    throw new InputError(`block size ${block} is larger than the ${cur.width}x${cur.height} frame`);
+  checkBlockFits(cur, block);
+}
+
+/** Checks a search of `block`-sized blocks and `range` on frames of `size`, before any frame is loaded. */
+export function checkSearchSize(size: { width: number; height: number }, block: number, range: number): void {
+  checkBlockAndRange(block, range);
+  checkBlockFits(size, block);
+}
+
+function checkBlockAndRange(block: number, range: number): void {
+  if (!Number.isInteger(block) || block < 1 || block > MAX_BLOCK) {
+    throw new InputError(`block size must be an integer in 1..${MAX_BLOCK}; got ${block}`);
+  }
+  if (!Number.isInteger(range) || range < 0) throw new InputError(`search range must be an integer >= 0; got ${range}`);
+}
+
+function checkBlockFits(size: { width: number; height: number }, block: number): void {
+  if (block > size.width || block > size.height) {
+    throw new InputError(`block size ${block} is larger than the ${size.width}x${size.height} frame`);
   }
 }
 

@@ -1,6 +1,7 @@
 /**
- * The unit of parallel work: a strip of block rows of one frame pair. A task names the strip only (every rank
- * holds the frames); its result travels packed, and rank 0 puts the strips of every rank back together.
+ * The unit of parallel work: a strip of block rows of one frame pair. A task names the strip only (the rank
+ * that runs it loads the frames, source.ts); its result travels packed, and rank 0 puts the strips of every
+ * rank back together.
  */
 import type { Frame } from "./frames.ts";
 import type { FrameVectors, MatchResult } from "./output.ts";
@@ -27,10 +28,20 @@ export function stripsOf(frames: number, down: number, rows: number): Strip[] {
   return out;
 }
 
-/** Matches one strip (early exit on) and packs its vectors. */
-export function matchStrip(frames: readonly Frame[], strip: Strip, block: number, range: number): StripResult {
+/**
+ * Matches one strip (early exit on) and packs its vectors; `frames` gives frame k (an array, or a getter such
+ * as a rank's FrameCache).
+ */
+export function matchStrip(
+  frames: readonly Frame[] | ((k: number) => Frame),
+  strip: Strip,
+  block: number,
+  range: number,
+): StripResult {
   const { k, row, rows } = strip;
-  const vectors = matchRows(frames[k] as Frame, frames[k - 1] as Frame, block, range, row, rows);
+  const frame = typeof frames === "function" ? frames : (i: number) => frames[i] as Frame;
+  const cur = frame(k);
+  const vectors = matchRows(cur, frame(k - 1), block, range, row, rows);
   const data = new Int32Array(3 * vectors.length);
   vectors.forEach((v, i) => data.set([v.dx, v.dy, v.sad], 3 * i));
   return { k, row, rows, data };
@@ -42,7 +53,7 @@ export function matchStrip(frames: readonly Frame[], strip: Strip, block: number
  */
 export function assemble(
   strips: Iterable<StripResult>,
-  first: Frame,
+  first: { readonly width: number; readonly height: number },
   count: number,
   block: number,
   range: number,

@@ -1,18 +1,21 @@
 // Rank program for the distributed part of `npm run bench -- pool`. Rank 0 prints one JSON line per result.
 //   distributed-ranks.ts throughput <depth> <fan>   every rank grows and consumes its own no-op task tree
 //   distributed-ranks.ts emulate <secondsPerRank> <combo>...   emulated work (timed waits, Pareto alpha 3,
-//       mean 20 ms) all put on rank 0; for each combination "initiation/partner/termination" one pool run
+//       mean 20 ms) all put on rank 0; for each combination (its short name, comboName in lib/pool/config.ts:
+//       "receiver/random/tree", "lifeline/tree") one pool run
 //   distributed-ranks.ts latency <reps> <termination>   termination latency of small no-op runs
 import { emulatedWorker, putEmulatedWork } from "./emulated.ts";
 import { connect, type PoolOptions } from "workpool";
+import { comboFromName } from "workpool/internal";
 
 const [mode = "throughput", ...rest] = process.argv.slice(2);
 const world = await connect();
 const epochNow = () => performance.timeOrigin + performance.now();
 
 function combo(spec: string): PoolOptions {
-  const [initiation, partner, termination] = spec.split("/") as [string, string, string];
-  return { mode: "distributed", initiation, partner, termination } as PoolOptions;
+  const c = comboFromName(spec);
+  if (!c) throw new Error(`distributed-ranks: unknown combination ${JSON.stringify(spec)}`);
+  return { mode: "distributed", ...c };
 }
 
 /** Every rank's counters summed, and the spread between the last task and the last rank to return. */
@@ -82,22 +85,33 @@ if (mode === "throughput") {
   const reps = Number(rest[0] ?? 15);
   const termination = rest[1] ?? "token-ring";
   const latencies: number[] = [];
+  const detections: number[] = [];
   const pool = world.pool<number>({ mode: "distributed", termination } as PoolOptions);
   for (let k = 0; k < reps; k++) {
     if (world.rank === 0) for (let i = 0; i < 2000; i++) pool.put(i);
     await world.barrier();
     const stats = await pool.run(() => {});
-    latencies.push((await summary(stats)).latencyMs);
+    const returned = epochNow();
+    // One gather to rank 0, not allreduces: ranks that returned early must not wake the others (and slow the
+    // ranks still taking DONE) with collective traffic while the measurement is still open.
+    const all = await world.gather([returned, stats.lastTaskAt, stats.counters.terminationLatencyMs ?? 0], 0);
+    if (all) {
+      const lastTask = Math.max(...all.map((a) => a[1] as number));
+      latencies.push(Math.max(...all.map((a) => a[0] as number)) - lastTask);
+      // On the root, terminationLatencyMs is the time from the last task to its proof of termination.
+      detections.push((all[0] as number[])[2] as number);
+    }
   }
-  latencies.sort((a, b) => a - b);
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   if (world.rank === 0) {
     console.log(
       JSON.stringify({
         kind: "latency",
         ranks: world.size,
         termination,
-        medianMs: latencies[latencies.length >> 1],
-        all: latencies,
+        medianMs: median(latencies),
+        detectMedianMs: median(detections),
+        all: [...latencies].sort((a, b) => a - b),
       }),
     );
   }

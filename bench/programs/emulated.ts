@@ -2,16 +2,21 @@
 // wait drawn from a Pareto distribution (alpha 3, mean 20 ms), and a handler that measures the waits.
 import { Random } from "../../apps/common/random.ts";
 
-const MEAN_MS = 20;
+export const MEAN_MS = 20;
 const ALPHA = 3;
 const XM = (MEAN_MS * (ALPHA - 1)) / ALPHA;
+
+/** One task duration (ms) drawn from the distribution. */
+export function drawEmulatedMs(random: Random): number {
+  return XM / (1 - random.next()) ** (1 / ALPHA);
+}
 
 /** Puts task durations (ms) drawn from the distribution until they add up to `budgetMs`. */
 export function putEmulatedWork(put: (ms: number) => void, budgetMs: number, seed: number): void {
   const random = new Random(seed);
   let total = 0;
   while (total < budgetMs) {
-    const ms = XM / (1 - random.next()) ** (1 / ALPHA);
+    const ms = drawEmulatedMs(random);
     put(ms);
     total += ms;
   }

@@ -50,6 +50,11 @@ export const ENV = {
   idleCheckMs: "WORKPOOL_IDLE_CHECK_MS",
   /** How often a rank sends the launcher a heartbeat over its control channel, in ms; 0 or unset: never. */
   heartbeatMs: "WORKPOOL_HEARTBEAT_MS",
+  /**
+   * A fixed grain (iterations per range task) for every parallel loop that does not set one in code
+   * (lib/loop/options.ts); unset: chosen at run time. `WORKPOOL_LOOP_GRAIN=64 workpool launch ...` compares.
+   */
+  loopGrain: "WORKPOOL_LOOP_GRAIN",
 
   // The control channel to the launcher (lib/runtime/control.ts). Set by the launcher for every rank.
   /** Where the launcher's control server listens: `ipc://PATH` (a Unix socket) or `tcp://HOST:PORT`. */

@@ -11,27 +11,61 @@ export const MODES = ["centralized", "distributed"] as const satisfies readonly 
 export const ORDERS = ["lifo", "fifo"] as const satisfies readonly TaskOrder[];
 
 /** Distributed: who starts a transfer (one file each in `balance/`). */
-export const INITIATIONS = ["receiver", "sender"] as const;
+export const INITIATIONS = ["receiver", "sender", "diffusion", "ripple", "lifeline"] as const;
 export type Initiation = (typeof INITIATIONS)[number];
+/**
+ * The initiations that pick partners with the `partner` policy. The others bring their own graph: diffusion
+ * balances with its neighbours in `topology`, Ripple along a spanning tree, lifeline steals from random
+ * victims and then waits on its lifelines (a base-4 hypercube).
+ */
+export const PARTNERED: { readonly [K in Initiation]: boolean } = {
+  receiver: true,
+  sender: true,
+  diffusion: false,
+  ripple: false,
+  lifeline: false,
+};
 /** Distributed: whom a rank asks or pushes to (one file each in `partner/`). */
-export const PARTNERS = ["round-robin", "random", "ring"] as const;
+export const PARTNERS = ["round-robin", "random", "ring", "neighbours"] as const;
 export type PartnerPolicy = (typeof PARTNERS)[number];
+/** Distributed: the graph of `partner=neighbours` and of diffusion (`topology.ts`). */
+export const TOPOLOGIES = ["hypercube", "torus", "ring"] as const;
+export type Topology = (typeof TOPOLOGIES)[number];
 /** Distributed: how the end of a run is detected (one file each in `termination/`). */
 export const TERMINATIONS = ["token-ring", "tree"] as const;
 export type TerminationDetector = (typeof TERMINATIONS)[number];
 
-/** Every distributed configuration: initiation x partner x termination, in registry order. */
-export const DISTRIBUTED_COMBINATIONS: readonly {
+/** One distributed configuration; `partner` only for the initiations that use one (PARTNERED). */
+export interface DistributedCombination {
   readonly initiation: Initiation;
-  readonly partner: PartnerPolicy;
+  readonly partner?: PartnerPolicy;
   readonly termination: TerminationDetector;
-}[] = INITIATIONS.flatMap((initiation) =>
-  PARTNERS.flatMap((partner) => TERMINATIONS.map((termination) => ({ initiation, partner, termination }))),
+}
+
+/**
+ * Every distributed configuration, in registry order: each partnered initiation with every partner policy,
+ * each other initiation once, each with every termination detector. `topology` keeps its default here.
+ */
+export const DISTRIBUTED_COMBINATIONS: readonly DistributedCombination[] = INITIATIONS.flatMap((initiation) =>
+  (PARTNERED[initiation] ? PARTNERS : [undefined]).flatMap((partner) =>
+    TERMINATIONS.map((termination) => (partner ? { initiation, partner, termination } : { initiation, termination })),
+  ),
 );
 
 /** A distributed combination as a `--pool` spec. */
-export function distributedSpec(c: (typeof DISTRIBUTED_COMBINATIONS)[number]): string {
-  return `distributed,initiation=${c.initiation},partner=${c.partner},termination=${c.termination}`;
+export function distributedSpec(c: DistributedCombination): string {
+  const partner = c.partner ? `,partner=${c.partner}` : "";
+  return `distributed,initiation=${c.initiation}${partner},termination=${c.termination}`;
+}
+
+/** A combination's short name: `receiver/random/token-ring`, or `lifeline/tree` for an unpartnered one. */
+export function comboName(c: DistributedCombination): string {
+  return c.partner ? `${c.initiation}/${c.partner}/${c.termination}` : `${c.initiation}/${c.termination}`;
+}
+
+/** The combination a short name (`comboName`) stands for; undefined if it names none. */
+export function comboFromName(name: string): DistributedCombination | undefined {
+  return DISTRIBUTED_COMBINATIONS.find((c) => comboName(c) === name);
 }
 
 export const DEFAULT_MODE: PoolMode = "centralized";
@@ -48,6 +82,7 @@ export const DEFAULT_RETRIES = 0;
 export const DEFAULT_SPECULATE = false;
 export const DEFAULT_INITIATION: Initiation = "receiver";
 export const DEFAULT_PARTNER: PartnerPolicy = "random";
+export const DEFAULT_TOPOLOGY: Topology = "hypercube";
 export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";
 /** Distributed, receiver-initiated: ask for work below this many queued tasks. */
 export const DEFAULT_LOW_WATER = 2;

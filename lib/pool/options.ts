@@ -14,6 +14,7 @@ import {
   DEFAULT_SPECULATE,
   DEFAULT_SEED,
   DEFAULT_TERMINATION,
+  DEFAULT_TOPOLOGY,
   INITIATIONS,
   type Initiation,
   MODES,
@@ -23,10 +24,12 @@ import {
   type PoolMode,
   TERMINATIONS,
   type TerminationDetector,
+  TOPOLOGIES,
+  type Topology,
 } from "./config.ts";
 import type { TaskOrder } from "./queue.ts";
 
-export type { Initiation, PartnerPolicy, PoolMode, TerminationDetector } from "./config.ts";
+export type { Initiation, PartnerPolicy, PoolMode, TerminationDetector, Topology } from "./config.ts";
 
 /** Options of a pool, from code (`world.pool(options)`) or from `workpool launch --pool SPEC`. */
 export interface PoolOptions {
@@ -80,6 +83,12 @@ export interface PoolOptions {
   readonly partner?: PartnerPolicy;
   /** Distributed: termination detector. @default "token-ring" */
   readonly termination?: TerminationDetector;
+  /**
+   * Distributed: the graph whose neighbours `partner: "neighbours"` and `initiation: "diffusion"` use: a
+   * hypercube (rank r and r xor 2^k), a 2-D torus (rows x columns, the most square factoring of the size), or
+   * a ring. @default "hypercube"
+   */
+  readonly topology?: Topology;
   /** Distributed, receiver-initiated: ask for work when the local queue holds fewer tasks. @default 2 */
   readonly lowWater?: number;
   /** Distributed, sender-initiated: push work when the local queue holds more tasks. @default 16 */
@@ -102,6 +111,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   initiation: "distributed",
   partner: "distributed",
   termination: "distributed",
+  topology: "distributed",
   lowWater: "distributed",
   highWater: "distributed",
   seed: "both",
@@ -205,6 +215,7 @@ export function resolvePoolConfig(
     initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
     partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),
     termination: oneOf("termination", merged.termination ?? DEFAULT_TERMINATION, TERMINATIONS),
+    topology: oneOf("topology", merged.topology ?? DEFAULT_TOPOLOGY, TOPOLOGIES),
     lowWater: nonNegativeInt("lowWater", merged.lowWater ?? DEFAULT_LOW_WATER),
     highWater: nonNegativeInt("highWater", merged.highWater ?? DEFAULT_HIGH_WATER),
     seed: nonNegativeInt("seed", merged.seed ?? DEFAULT_SEED),

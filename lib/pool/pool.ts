@@ -4,6 +4,9 @@ import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError, R
 import { REPORT, report } from "../runtime/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
+import { isTaskKey } from "./keys.ts";
+import { forEach } from "../loop/doall.ts";
+import type { LoopBody, LoopOptions, LoopResult } from "../loop/options.ts";
 import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
 import { type Engine, type PendingPut, PoolRuntime, worldLink } from "./runtime.ts";
@@ -113,11 +116,18 @@ export class Pool<T = unknown> {
         );
       }
     }
+    const key = options?.key;
+    if (key !== undefined && !isTaskKey(key)) {
+      throw new InvalidArgumentError(
+        `put: option \`key\` must be a string or a number (not NaN); got ${describe(key)}`,
+      );
+    }
     if (this.engine && this.runtime) {
       this.runtime.stats.tasksPut++;
-      this.engine.put(task, priority, to, fromTask);
+      this.engine.put(task, priority, to, fromTask, key);
     } else {
-      if (this.pending.push({ task, priority, to }) === 1) awaitRun(this as Pool<unknown>);
+      const put = key === undefined ? { task, priority, to } : { task, priority, to, key };
+      if (this.pending.push(put) === 1) awaitRun(this as Pool<unknown>);
     }
   }
 
@@ -254,6 +264,19 @@ export class Pool<T = unknown> {
     for (const v of this.earlyBounds.get(index) ?? []) b.receive(v);
     this.earlyBounds.delete(index);
     return b;
+  }
+
+  /**
+   * Collective, on every rank: a DOALL loop. Runs `body(i)` once for every i in `start` up to `end`
+   * (exclusive) as one run of this pool, whose tasks are ranges of indices: each working rank probes the first
+   * iterations of its block, cuts the rest into ranges of a grain chosen from the measured iteration time, and
+   * the pool moves ranges to ranks that run dry (docs/loops.md). Resolves on every rank like `run`, with
+   * `result` the values `body` returned combined with `options.reduce` (sum by default), plus this rank's
+   * `loop` figures. The pool must hold no tasks put and not run; put none while the loop runs. Rejects with
+   * InvalidArgumentError on bad arguments (naming them), and as `run` does otherwise.
+   */
+  forEach<R = number>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>> {
+    return forEach(this as Pool<unknown>, this.world, start, end, body, options);
   }
 
   /** Statistics of the last finished run on this rank, if any. */

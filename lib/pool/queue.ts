@@ -1,3 +1,5 @@
+import type { RecentKeys, TaskKey } from "./keys.ts";
+
 /**
  * In what order a rank runs its own queued tasks of equal priority: `lifo` (newest first, depth-first: a
  * tree is walked like a plain loop with a stack, and memory stays bounded by depth x branching) or `fifo`
@@ -6,6 +8,8 @@
 export type TaskOrder = "lifo" | "fifo";
 
 const INITIAL_CAPACITY = 16;
+/** Keyed `give` looks at the oldest 2n + this many priority-0 tasks to give n (see `giveRing`). */
+const WINDOW_EXTRA = 64;
 
 /**
  * The task queue of every pool mode: higher priority first; among equal priorities newest first (`lifo`) or
@@ -15,6 +19,11 @@ const INITIAL_CAPACITY = 16;
  * takes from the new end (lifo) or the old end (fifo), and `give` (work leaving this rank: a steal, a push, a
  * surplus returned to a coordinator) takes from the old end, where a tree's big subtrees are (Cilk, X10 GLB).
  * Other priorities live in a binary heap ordered by (priority desc, arrival asc or desc by order).
+ *
+ * Tasks may carry a locality key (keys.ts). Keys live beside the tasks, in a parallel ring and a map by heap
+ * sequence, both made on the first keyed push: a queue that never sees a key pays one branch per push and pop.
+ * A keyed queue notes the key of every task it pops (to run) in `recent`, and `give` hands out whole groups of
+ * one key (see `give`).
  */
 export class TaskQueue<T> {
   private ring: (T | undefined)[] = new Array<T | undefined>(INITIAL_CAPACITY);
@@ -27,19 +36,39 @@ export class TaskQueue<T> {
   private heapSeq: number[] = [];
   private seq = 0;
   private readonly lifo: boolean;
+  /** Keys of the ring's tasks, slot by slot; made on the first keyed push. */
+  private ringKeys: (TaskKey | undefined)[] | undefined;
+  /** Keys of the heap's keyed tasks, by heap sequence number; made on the first keyed push. */
+  private heapKeys: Map<number, TaskKey> | undefined;
 
-  constructor(order: TaskOrder = "lifo") {
+  /** `recent`: where the keys of the tasks `pop` returns are noted (the rank's recently run keys). */
+  constructor(
+    order: TaskOrder = "lifo",
+    private readonly recent?: RecentKeys,
+  ) {
     this.lifo = order === "lifo";
+  }
+
+  /** True once a task with a key was pushed: `give` then wants an array for the keys of what it gives. */
+  get keyed(): boolean {
+    return this.ringKeys !== undefined || this.heapKeys !== undefined;
   }
 
   get size(): number {
     return this.tail - this.head + this.heapTasks.length;
   }
 
-  push(task: T, priority = 0): void {
+  /** Adds a task; `key`, if given, is its locality key (keys.ts). */
+  push(task: T, priority = 0, key?: TaskKey): void {
     if (priority === 0) {
       if (this.tail - this.head > this.mask) this.grow();
-      this.ring[this.tail++ & this.mask] = task;
+      const at = this.tail++ & this.mask;
+      this.ring[at] = task;
+      if (this.ringKeys !== undefined) this.ringKeys[at] = key;
+      else if (key !== undefined) {
+        this.ringKeys = new Array<TaskKey | undefined>(this.mask + 1);
+        this.ringKeys[at] = key;
+      }
       return;
     }
     const tasks = this.heapTasks;
@@ -47,6 +76,7 @@ export class TaskQueue<T> {
     const seqs = this.heapSeq;
     let i = tasks.length;
     const s = this.lifo ? -this.seq++ : this.seq++;
+    if (key !== undefined) (this.heapKeys ??= new Map()).set(s, key);
     tasks.push(task);
     prio.push(priority);
     seqs.push(s);
@@ -67,6 +97,12 @@ export class TaskQueue<T> {
     const n = this.tail - this.head;
     const next = new Array<T | undefined>((this.mask + 1) * 2);
     for (let k = 0; k < n; k++) next[k] = this.ring[(this.head + k) & this.mask];
+    const keys = this.ringKeys;
+    if (keys !== undefined) {
+      const nextKeys = new Array<TaskKey | undefined>(next.length);
+      for (let k = 0; k < n; k++) nextKeys[k] = keys[(this.head + k) & this.mask];
+      this.ringKeys = nextKeys;
+    }
     this.ring = next;
     this.mask = next.length - 1;
     this.head = 0;
@@ -86,13 +122,16 @@ export class TaskQueue<T> {
     if (this.tail > this.head && (top === undefined || top <= 0)) {
       return this.lifo ? this.takeNewest() : this.takeOldest();
     }
-    return top === undefined ? undefined : this.popHeap();
+    if (top === undefined) return undefined;
+    if (this.heapKeys !== undefined) this.ran(this.takeHeapKey());
+    return this.popHeap();
   }
 
   private takeNewest(): T {
     const i = --this.tail & this.mask;
     const task = this.ring[i] as T;
     this.ring[i] = undefined;
+    if (this.ringKeys !== undefined) this.ran(this.takeRingKey(i));
     return task;
   }
 
@@ -100,7 +139,29 @@ export class TaskQueue<T> {
     const i = this.head++ & this.mask;
     const task = this.ring[i] as T;
     this.ring[i] = undefined;
+    if (this.ringKeys !== undefined) this.ran(this.takeRingKey(i));
     return task;
+  }
+
+  /** A popped task with `key` is about to run here. */
+  private ran(key: TaskKey | undefined): void {
+    if (key !== undefined) this.recent?.note(key);
+  }
+
+  private takeRingKey(slot: number): TaskKey | undefined {
+    const keys = this.ringKeys as (TaskKey | undefined)[];
+    const key = keys[slot];
+    keys[slot] = undefined;
+    return key;
+  }
+
+  /** The key of the heap's top task (about to be popped), forgotten. */
+  private takeHeapKey(): TaskKey | undefined {
+    const map = this.heapKeys as Map<number, TaskKey>;
+    const s = this.heapSeq[0] as number;
+    const key = map.get(s);
+    if (key !== undefined) map.delete(s);
+    return key;
   }
 
   /**
@@ -108,8 +169,18 @@ export class TaskQueue<T> {
    * given: positive priorities first (they are due first anywhere), then priority 0 from the oldest end (in a
    * tree, the roots of the biggest subtrees; appended oldest first, so the receiver, pushing them in order,
    * keeps them oldest at its own old end), then negative priorities.
+   *
+   * In a keyed queue (`keyed`), the tasks' keys are appended to `keys` (null for a task without one; without
+   * `keys` they are dropped), and the priority-0 tasks are chosen by key among the oldest 2n + 64 (`giveRing`):
+   * whole groups of one key; the keys in `prefer` first (the receiver's recently run keys, most recent first),
+   * then other keys oldest first, then the keys this rank ran recently (`recent`), least recent first. Cost:
+   * O(n) per call, whatever the queue's size.
    */
-  give(n: number, tasks: T[], priorities: number[]): void {
+  give(n: number, tasks: T[], priorities: number[], keys?: (TaskKey | null)[], prefer?: readonly unknown[]): void {
+    if (this.ringKeys !== undefined || this.heapKeys !== undefined) {
+      this.giveKeyed(n, tasks, priorities, keys, prefer);
+      return;
+    }
     for (let k = 0; k < n; k++) {
       const top = this.heapPrio[0];
       if (top !== undefined && (top > 0 || this.tail === this.head)) {
@@ -120,6 +191,133 @@ export class TaskQueue<T> {
         tasks.push(this.takeOldest());
       } else return;
     }
+  }
+
+  private giveKeyed(
+    n: number,
+    tasks: T[],
+    priorities: number[],
+    keys: (TaskKey | null)[] | undefined,
+    prefer: readonly unknown[] | undefined,
+  ): void {
+    let k = 0;
+    // Positive priorities first, then priority 0 by key, then negative priorities (as the plain path).
+    for (let top = this.heapPrio[0]; k < n && top !== undefined && top > 0; top = this.heapPrio[0], k++) {
+      this.giveHeapTop(tasks, priorities, keys);
+    }
+    k += this.giveRing(n - k, tasks, priorities, keys, prefer);
+    for (; k < n && this.heapTasks.length > 0; k++) this.giveHeapTop(tasks, priorities, keys);
+  }
+
+  private giveHeapTop(tasks: T[], priorities: number[], keys: (TaskKey | null)[] | undefined): void {
+    const key = this.heapKeys === undefined ? undefined : this.takeHeapKey();
+    priorities.push(this.heapPrio[0] as number);
+    tasks.push(this.popHeap());
+    keys?.push(key ?? null);
+  }
+
+  /**
+   * Gives up to `m` priority-0 tasks chosen by key from the oldest `w` = min(size, 2m + 64): groups (the tasks
+   * of one key in the window; tasks without a key form one group) are taken in the order `give` describes,
+   * each whole, or as much as is still wanted. A group that would be split is skipped once half of `m` is
+   * chosen (so a class is split only to give a useful share), but tasks without a key are split freely. The
+   * chosen tasks leave in their queue order; the rest of the window closes up at the old end, in order.
+   * Returns how many it gave (at least min(m, size): the window holds enough).
+   */
+  private giveRing(
+    m: number,
+    tasks: T[],
+    priorities: number[],
+    keys: (TaskKey | null)[] | undefined,
+    prefer: readonly unknown[] | undefined,
+  ): number {
+    const size = this.tail - this.head;
+    if (m <= 0 || size === 0) return 0;
+    const ringKeys = this.ringKeys;
+    if (ringKeys === undefined) {
+      const n = Math.min(m, size);
+      for (let k = 0; k < n; k++) {
+        priorities.push(0);
+        tasks.push(this.takeOldest());
+        keys?.push(null);
+      }
+      return n;
+    }
+    const { ring, mask, head } = this;
+    const w = Math.min(size, 2 * m + WINDOW_EXTRA);
+    // The groups in the window, oldest first (a Map keeps insertion order), with their sizes.
+    const counts = new Map<TaskKey | undefined, number>();
+    for (let j = head; j < head + w; j++) {
+      const key = ringKeys[j & mask];
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    // The order to take them in: the receiver's recent keys, other keys, this rank's recent keys.
+    const order: (TaskKey | undefined)[] = [];
+    const preferred = new Set<unknown>();
+    if (prefer !== undefined) {
+      for (const key of prefer) {
+        if (counts.has(key as TaskKey) && !preferred.has(key)) {
+          preferred.add(key);
+          order.push(key as TaskKey);
+        }
+      }
+    }
+    const recent = this.recent;
+    const mine: (TaskKey | undefined)[] = [];
+    for (const key of counts.keys()) {
+      if (preferred.has(key)) continue;
+      if (recent !== undefined && recent.indexOf(key) >= 0) mine.push(key);
+      else order.push(key);
+    }
+    // Least recently run first: the data of the most recent is the likeliest to be still held here.
+    if (recent !== undefined) mine.sort((a, b) => recent.indexOf(b) - recent.indexOf(a));
+    order.push(...mine);
+    // How many of each group to take: `take` of its oldest, so `skip` of its newest stay.
+    const chosen = new Map<TaskKey | undefined, { skip: number; take: number }>();
+    // The group the window cuts may hold more tasks beyond it: it never counts as fitting whole.
+    const cut = w < size ? ringKeys[(head + w - 1) & mask] : undefined;
+    let left = m;
+    for (const key of order) {
+      if (left === 0) break;
+      const count = counts.get(key) as number;
+      const take = Math.min(count, left);
+      const whole = take === count && (key !== cut || cut === undefined);
+      if (!whole && key !== undefined && m - left >= (m + 1) >> 1) continue;
+      chosen.set(key, { skip: count - take, take });
+      left -= take;
+    }
+    // From the newest end of the window back: chosen tasks out (reversed below), the rest close up at the back.
+    const first = tasks.length;
+    let write = head + w;
+    for (let j = head + w - 1; j >= head; j--) {
+      const i = j & mask;
+      const key = ringKeys[i];
+      const c = chosen.get(key);
+      if (c !== undefined && c.skip === 0 && c.take > 0) {
+        c.take--;
+        tasks.push(ring[i] as T);
+        priorities.push(0);
+        keys?.push(key ?? null);
+      } else {
+        if (c !== undefined && c.skip > 0) c.skip--;
+        write--;
+        if (write !== j) {
+          const to = write & mask;
+          ring[to] = ring[i];
+          ringKeys[to] = key;
+        }
+      }
+      if (write !== j) {
+        ring[i] = undefined;
+        ringKeys[i] = undefined;
+      }
+    }
+    this.head = write;
+    const given = tasks.length - first;
+    reverse(tasks, first);
+    reverse(priorities, priorities.length - given);
+    if (keys !== undefined) reverse(keys, keys.length - given);
+    return given;
   }
 
   private popHeap(): T {
@@ -150,6 +348,15 @@ export class TaskQueue<T> {
       seqs[i] = lastSeq;
     }
     return out;
+  }
+}
+
+/** Reverses `a[from..]` in place. */
+function reverse(a: unknown[], from: number): void {
+  for (let i = from, j = a.length - 1; i < j; i++, j--) {
+    const x = a[i];
+    a[i] = a[j];
+    a[j] = x;
   }
 }
 

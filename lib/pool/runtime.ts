@@ -1,6 +1,7 @@
 import type { World } from "../comm/world.ts";
 import type { RankFailedError } from "../errors.ts";
 import type { PoolConfig } from "./options.ts";
+import type { TaskKey } from "./keys.ts";
 import type { Results, WireResult } from "./results.ts";
 import type { TraceRecorder } from "./trace.ts";
 import type { PoolStats } from "./types.ts";
@@ -90,9 +91,10 @@ export interface Engine<T> {
   onMessage(source: number, tag: number, body: Record<string, unknown>): void;
   /**
    * Adds a task put on this rank while the run is active: by the running task (`fromTask`, through its
-   * `ctx.put`), or by the app (between or beside tasks: an async task may be waiting meanwhile).
+   * `ctx.put`), or by the app (between or beside tasks: an async task may be waiting meanwhile). `key` is the
+   * task's locality key (PutOptions.key), which only the distributed engine uses.
    */
-  put(task: T, priority: number, to: number | undefined, fromTask?: boolean): void;
+  put(task: T, priority: number, to: number | undefined, fromTask?: boolean, key?: TaskKey): void;
   /** Tasks waiting on this rank (for live progress). */
   queued?(): number;
   /** Resolves when the pool has terminated everywhere (as far as this rank can tell). */
@@ -113,4 +115,5 @@ export interface PendingPut<T> {
   readonly task: T;
   readonly priority: number;
   readonly to: number | undefined;
+  readonly key?: TaskKey;
 }

@@ -12,6 +12,8 @@
  * Strategies must not depend on the order in which messages arrive (test/pool/simulation.test.ts runs them
  * under adversarial, seeded schedules).
  */
+import type { Topology } from "./config.ts";
+import type { TaskKey } from "./keys.ts";
 import type { PoolRuntime } from "./runtime.ts";
 
 /** Most tasks in one task message (TRANSFER, PUSH, ...), so one message stays a reasonable size. */
@@ -30,6 +32,12 @@ export interface DistributedHost {
   /** Tasks queued on this rank that balancing may move elsewhere. */
   readonly movable: number;
   /**
+   * True while a task runs on this rank (the balancer hears messages while a task awaits). Between tasks it is
+   * false, and the rank is about to run a queued task if it has one: either way, a rank with `load` queued has
+   * `load - (running ? 0 : 1)` tasks beyond the one it runs next.
+   */
+  readonly running: boolean;
+  /**
    * True while this rank is passive: no task queued or running, and no task waiting to be sent. Only a task
    * message can make a passive rank active again (or, outside the model, a put from the app).
    */
@@ -39,10 +47,18 @@ export interface DistributedHost {
   /** Sends a control message of one of the strategy's declared `messages` kinds. */
   send(dest: number, kind: string, body: Record<string, unknown>): void;
   /**
-   * Moves up to `n` movable tasks (oldest first) to `dest` as one task message of one of the strategy's
-   * declared `taskMessages` kinds; returns how many it moved.
+   * Moves up to `n` movable tasks to `dest` as one task message of one of the strategy's declared
+   * `taskMessages` kinds; returns how many it moved. Tasks without locality keys leave oldest first. Keyed
+   * tasks (PutOptions.key) leave in whole groups of one key: the keys in `prefer` first (the receiver's
+   * `recentKeys`, when the strategy has them: a request can carry them), this rank's recently run keys last
+   * (queue.ts `give`). It moves at least one task when `n` >= 1 and `movable` >= 1.
    */
-  sendMovable(dest: number, kind: string, n: number): number;
+  sendMovable(dest: number, kind: string, n: number, prefer?: readonly unknown[]): number;
+  /**
+   * The locality keys of the tasks this rank ran most recently (a few, most recent first; a copy, so it may
+   * travel in a message), or an empty array when none of its tasks had a key.
+   */
+  recentKeys(): readonly TaskKey[];
   /** Calls `fn` after `ms` milliseconds (a timer the simulation controls), unless cancelled. */
   after(ms: number, fn: () => void): Cancel;
   /** Root only: the pool has terminated; tells every rank. `lastActivityAt` is the latest on any rank. */
@@ -103,8 +119,11 @@ export interface Partner {
 
 export interface PartnerStrategy {
   readonly summary: string;
-  /** The policy of rank `rank` in a job of `size` ranks (size >= 2); `seed` is the pool's `seed` option. */
-  create(rank: number, size: number, seed: number): Partner;
+  /**
+   * The policy of rank `rank` in a job of `size` ranks (size >= 2); `seed` and `topology` are the pool's
+   * options of those names.
+   */
+  create(rank: number, size: number, seed: number, topology: Topology): Partner;
 }
 
 // ---- termination detection ----

@@ -1,5 +1,8 @@
 import type { ReduceOp } from "../comm/ops.ts";
+import type { TaskKey } from "./keys.ts";
 import type { PoolConfig } from "./options.ts";
+
+export type { TaskKey } from "./keys.ts";
 
 export interface PutOptions {
   /** Higher runs first; FIFO among equal priorities. Any finite number. @default 0 */
@@ -9,6 +12,16 @@ export interface PutOptions {
    * Apps that partition data by owner use it.
    */
   readonly to?: number;
+  /**
+   * A locality key, a string or a number (not NaN): tasks with the same key use the same data (in block
+   * matching, the frame pair a strip is matched on), so a rank that ran one has that data at hand. When a
+   * distributed pool moves tasks to balance load it moves whole groups of one key rather than a mix, prefers
+   * keys the receiving rank ran recently (receiver-initiated balancing sends them with its request), and keeps
+   * the keys this rank ran recently (docs/distributed.md, "Task selection"). Keys travel with the tasks that
+   * move; a run where no task has a key pays nothing for them. A hint only: every task still runs exactly
+   * once, and pinned tasks (`to`) never move whatever their key. Centralized and one-rank pools ignore it.
+   */
+  readonly key?: TaskKey;
 }
 
 /** What a handler gets besides its task. */

@@ -152,6 +152,39 @@ POOLS.forEach((pool, i) => {
   });
 });
 
+// --- block matching: locality keys and per-rank frame loading ----------------------------------------------
+
+for (const keys of [[], ["--no-keys"]]) {
+  test(`block matching, distributed, a 2-frame cache, ${keys.length === 0 ? "strips keyed by frame pair" : "--no-keys"}: verified, frames loaded per rank counted`, async (t) => {
+    const out = join(tempDir(t), "vectors.json");
+    const args = ["--generate", SEQUENCE, "--seed", "3", "--block", "8", "--range", "5", "--cache", "2", ...keys];
+    const r = await launch(3, "distributed", BLOCK_MATCHING, [...args, "--out", out, "--verify", "--json"]);
+    ok(t, r);
+    t.is(readFileSync(out, "utf8"), expectedVectors);
+    t.true(
+      rank0(r.stderr).some((l) => l.startsWith("block-matching: verified: all 324 vectors")),
+      r.stderr,
+    );
+    const loaded = jsonLine(t, r).framesLoaded as number[];
+    t.is(loaded.length, 3);
+    // 4 frames, each needed by some rank; a rank that ran any strip loaded at least its pair.
+    t.true(loaded.reduce((a, b) => a + b, 0) >= 4, `${loaded}`);
+    for (const n of loaded) t.true(n === 0 || n >= 2, `${loaded}`);
+  });
+}
+
+test("block matching's summary line names the frames each rank loaded, the cache and whether keys were on", async (t) => {
+  const r = await launch(2, "distributed", BLOCK_MATCHING, ["--generate", SEQUENCE, "--block", "8", "--cache", "3"]);
+  ok(t, r);
+  t.regex(rank0(r.stdout)[0] ?? "", /; frames loaded per rank: \d+, \d+ \(cache 3, keys on\)$/);
+});
+
+test("block matching refuses a cache smaller than a frame pair", async (t) => {
+  const r = await launch(2, "distributed", BLOCK_MATCHING, ["--generate", SEQUENCE, "--cache", "1"]);
+  t.is(r.code, 2, r.stderr);
+  t.regex(r.stderr, /block-matching: option --cache must be a whole number from 2 to \d+; got "1"/);
+});
+
 // --- block matching: both frame formats -----------------------------------------------------------------------
 
 /** Small frames that are not multiples of the block size, with shapes moving across them. */
@@ -324,8 +357,12 @@ test("block matching --json on the default input, distributed: one deterministic
   const r = await launch(4, "distributed", BLOCK_MATCHING, ["--json"]);
   ok(t, r);
   const json = jsonLine(t, r);
-  t.deepEqual(Object.keys(json), ["frames", "blocks", "sadTotal", "seconds"]);
+  t.deepEqual(Object.keys(json), ["frames", "blocks", "sadTotal", "seconds", "framesLoaded"]);
   t.like(json, { frames: 5, blocks: 4400 });
+  // Each rank loaded the frames its strips needed: every one of the 6 frames by some rank.
+  const loaded = json.framesLoaded as number[];
+  t.is(loaded.length, 4);
+  t.true(loaded.reduce((a, b) => a + b, 0) >= 6, `${loaded}`);
   // The same total as the sequential search of the same sequence.
   const seq = matchSequence(generateSequence("640x360:6").frames, 16, 8);
   t.is(

@@ -8,7 +8,10 @@ import { ROOT, startNode } from "../helpers/run.ts";
 const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "bench", "index.ts"), ...args]).result;
 
 const refusals: [args: string[], message: RegExp][] = [
-  [["appz"], /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults$/],
+  [
+    ["appz"],
+    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops$/,
+  ],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
   [["apps", "--graph", "no/such/file.gr"], /^bench: apps: --graph no\/such\/file\.gr: no such file$/],
@@ -22,6 +25,8 @@ const refusals: [args: string[], message: RegExp][] = [
   [["trees", "--quick", "apps"], /^bench: trees: --quick takes no value; got apps \(name other suites before trees\)$/],
   [["trees", "--graph", "x.gr"], /^bench: trees: unknown option --graph; options: --tree, --rounds, --quick$/],
   [["faults", "--seconds", "0"], /^bench: faults: --seconds must be an integer in 1\.\.60; got "0"$/],
+  [["strategies", "--seconds", "0"], /^bench: strategies: --seconds must be a number in 0\.1\.\.30; got "0"$/],
+  [["strategies", "--frob", "1"], /^bench: strategies: unknown option --frob; options: --seconds, --tree, --rounds$/],
   // The second suite's bad option stops the first suite from starting.
   [["pool", "apps", "--rounds", "-1"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "-1"$/],
 ];

@@ -17,8 +17,8 @@ import type { Timers } from "../../lib/pool/timers.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
 import { Results } from "../../lib/pool/results.ts";
 import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
-import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
-import type { Initiation, PartnerPolicy, TerminationDetector } from "../../lib/pool/config.ts";
+import { emptyStats, type PutOptions, type TaskContext } from "../../lib/pool/types.ts";
+import type { Initiation, PartnerPolicy, TerminationDetector, Topology } from "../../lib/pool/config.ts";
 
 /**
  * Workloads. Task ids form trees; a task returns 1, so the run's result counts the tasks that ran.
@@ -30,15 +30,29 @@ import type { Initiation, PartnerPolicy, TerminationDetector } from "../../lib/p
  * - stop: a tree where task `tasks/2` calls ctx.stop(-1): every rank must end stopped with result -1.
  * - fail: a tree where task `tasks/2` throws: every rank must reject (the thrower with its TaskError).
  * - empty: nothing to do.
+ * - keyed: a tree whose tasks carry locality keys (five keys; every fourth task none; every sixth task at
+ *   priority 1): balancing moves them by key (queue.ts `give`).
  */
-export type Workload = "tree" | "spread" | "pinned" | "flat" | "pingpong" | "stop" | "fail" | "empty";
-export const WORKLOADS: readonly Workload[] = ["tree", "spread", "pinned", "flat", "pingpong", "stop", "fail", "empty"];
+export type Workload = "tree" | "spread" | "pinned" | "flat" | "pingpong" | "stop" | "fail" | "empty" | "keyed";
+export const WORKLOADS: readonly Workload[] = [
+  "tree",
+  "spread",
+  "pinned",
+  "flat",
+  "pingpong",
+  "stop",
+  "fail",
+  "empty",
+  "keyed",
+];
 
 export interface SimParams {
   readonly size: number;
   readonly initiation: Initiation;
-  readonly partner: PartnerPolicy;
+  /** Only for the initiations that use one (config.ts PARTNERED). */
+  readonly partner?: PartnerPolicy;
   readonly termination: TerminationDetector;
+  readonly topology?: Topology;
   readonly workload: Workload;
   /** Tasks in the workload (tree size, flat count, chain length). */
   readonly tasks: number;
@@ -57,6 +71,12 @@ export interface SimOutcome {
   readonly overtakes: number;
   /** Sum of every rank's pool counters (blackenings, refusals, treeJoins, ...), times left out. */
   readonly counters: Record<string, number>;
+}
+
+/** The put options of task `id` in the keyed workload. */
+function keyedOptions(id: number): PutOptions {
+  const key = id % 4 === 0 ? undefined : id % 5 === 0 ? "five" : id % 5;
+  return { ...(key === undefined ? {} : { key }), priority: id % 6 === 0 ? 1 : 0 };
 }
 
 /** Most scheduler steps before a run counts as hung (livelock or lost wake-up). */
@@ -119,7 +139,8 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
     {
       mode: "distributed",
       initiation: params.initiation,
-      partner: params.partner,
+      ...(params.partner !== undefined ? { partner: params.partner } : {}),
+      ...(params.topology !== undefined ? { topology: params.topology } : {}),
       termination: params.termination,
       seed: params.seed,
       ...(params.lowWater !== undefined ? { lowWater: params.lowWater } : {}),
@@ -205,7 +226,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
     const rt = new PoolRuntime(link, config, 1, stats, Results.of(undefined), undefined);
     const ctx: TaskContext<Task> = {
       rank,
-      put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to ?? task.to),
+      put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to ?? task.to, true, o?.key),
       stop: (result) => engine.stop(result === undefined ? undefined : [result]),
     };
     const handler = (task: Task, c: TaskContext<Task>): number => {
@@ -214,7 +235,10 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
         problems.push(`pinned task ${task.id} ran on ${rank}, not ${task.to}`);
       if (workload === "stop" && task.id === stopAt) c.stop(-1);
       if (workload === "fail" && task.id === stopAt) throw new RangeError(`task ${task.id} is bad`);
-      for (const child of childrenOf(task)) c.put(child, child.to !== undefined ? { to: child.to } : undefined);
+      for (const child of childrenOf(task)) {
+        if (workload === "keyed") c.put(child, keyedOptions(child.id));
+        else c.put(child, child.to !== undefined ? { to: child.to } : undefined);
+      }
       return 1;
     };
     const initial = initialOf(rank).map((task) => ({ task, priority: 0, to: task.to }));

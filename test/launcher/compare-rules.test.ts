@@ -6,6 +6,7 @@ import { checkAgreement, differingKeys, isVolatileKey, resultLine } from "../../
 import type { Baseline, ConfigSummary, RunMetrics } from "../../launcher/compare-types.ts";
 import { parseCompareArgs, reportedSeconds, runBaseline, tableRows } from "../../launcher/compare.ts";
 import { UsageError } from "../../launcher/usage-error.ts";
+import { DISTRIBUTED_COMBINATIONS } from "../../lib/internal.ts";
 import { fixture } from "../helpers/run.ts";
 
 test("timing keys are left out by their last word; look-alikes are kept", (t) => {
@@ -113,6 +114,8 @@ test("short labels name the strategies, defaults filled in, other keys as given"
   t.is(shortLabel("distributed,initiation=receiver,partner=random,termination=token-ring"), "dist recv/random/token");
   t.is(shortLabel("distributed,partner=ring"), "dist recv/ring/token");
   t.is(shortLabel("distributed,initiation=sender,termination=tree,lowWater=4"), "dist send/random/tree lowWater=4");
+  t.is(shortLabel("distributed,initiation=lifeline,termination=tree"), "dist lifeline/tree");
+  t.is(shortLabel("distributed,initiation=diffusion,topology=torus"), "dist diffusion/token topology=torus");
   t.is(shortLabel("centralized"), "central");
   t.is(shortLabel("centralized,coordinatorWorks=true"), "central coordinatorWorks");
   t.is(shortLabel("centralized,keep=0,chunk=2"), "central keep=0 chunk=2");
@@ -150,7 +153,7 @@ test("options: -n takes a list, --ignore repeats, bad values name the option", (
   t.not(o, "help");
   if (o === "help") return;
   t.deepEqual([o.ranks, o.ignore, o.baseline, o.args], [[2, 4], ["a", "b"], "seq 1", ["-x"]]);
-  t.is(o.pools.length, 3 + 12);
+  t.is(o.pools.length, 3 + DISTRIBUTED_COMBINATIONS.length);
   t.deepEqual((parseCompareArgs([app], 64) as { ranks: readonly number[] }).ranks, [2]);
   const bad = (argv: string[]) => t.throws(() => parseCompareArgs([...argv, app], 64), { instanceOf: UsageError });
   t.regex(bad(["-n", "2,x"]).message, /option -n must be a whole number from 1 to 64, or a comma-separated list/);

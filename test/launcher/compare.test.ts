@@ -124,7 +124,7 @@ test("compare: bad options get one line and status 2", async (t) => {
   t.is(r.stderr.trim(), 'workpool: option --repeat must be a whole number from 1 to 1000; got "0"');
   const p = await startWorkpool(["compare", "--pool", "distributed,partner=rnd", APP]).result;
   t.is(p.code, 2);
-  t.regex(p.stderr, /pool option `partner` must be one of round-robin, random, ring; got `rnd`/);
+  t.regex(p.stderr, /pool option `partner` must be one of round-robin, random, ring, neighbours; got `rnd`/);
   const n = await startWorkpool(["compare", "-n", "2,,4", APP]).result;
   t.is(n.code, 2);
   t.regex(n.stderr, /^workpool: option -n must be a whole number from 1 to 1024, or a comma-separated list/);

@@ -89,7 +89,7 @@ test("bad pool options get clear errors naming the option and value", async (t) 
   t.regex(out[1] as string, /^key: ConfigError: unknown pool option `colour`/);
   t.regex(
     out[2] as string,
-    /^partner: ConfigError: pool option `partner` must be one of round-robin, random, ring; got `rnd`/,
+    /^partner: ConfigError: pool option `partner` must be one of round-robin, random, ring, neighbours; got `rnd`/,
   );
   t.regex(out[3] as string, /^cross: ConfigError: pool option `partner` applies to distributed pools only/);
   t.regex(out[4] as string, /^coordinator: ConfigError: pool option `coordinator` must be a rank in 0..1; got 99/);

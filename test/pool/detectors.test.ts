@@ -24,6 +24,7 @@ class ScriptedHost implements DistributedHost {
   readonly root = 0;
   readonly load = 0;
   readonly movable = 0;
+  readonly running = false;
   passive = false;
   lastActivityAt = 100;
   readonly sent: Sent[] = [];
@@ -45,6 +46,10 @@ class ScriptedHost implements DistributedHost {
 
   after(): () => void {
     throw new Error("a detector sets no timers");
+  }
+
+  recentKeys(): readonly never[] {
+    return [];
   }
 
   terminate(last: number): void {

@@ -1,5 +1,5 @@
 import test from "ava";
-import { INITIATIONS, PARTNERS, TERMINATIONS } from "../../lib/internal.ts";
+import { DISTRIBUTED_COMBINATIONS, TERMINATIONS } from "../../lib/internal.ts";
 import { fixture, run } from "../helpers/run.ts";
 
 const SCENARIOS = fixture("pool-distributed.ts");
@@ -25,17 +25,17 @@ const EXPECTED: Record<string, (limit: number) => number> = {
   pingpong: () => 17,
 };
 
-// Each launch runs every initiation x partner combination of one detector, each on these workloads:
-// a tree of known size rooted on rank 0, one spread over all ranks, one with pinned tasks, an empty pool,
-// flat work on rank 0 that can only finish if balancing moves some of it, a tree mixing pinned tasks with
-// async handlers, pinned work flowing forward round the ring, and (twice) a ping-pong chain built to
-// provoke the interleaving a token ring's colouring rule exists for: a rank reactivated behind the token.
-// Chaos delays reorder every pool message. A detector that declares termination early shows up as lost
+// Each launch runs every balancing combination (initiation, and partner where it takes one) of one detector,
+// each on these workloads: a tree of known size rooted on rank 0, one spread over all ranks, one with pinned
+// tasks, an empty pool, flat work on rank 0 that can only finish if balancing moves some of it, a tree mixing
+// pinned tasks with async handlers, pinned work flowing forward round the ring, and (twice) a ping-pong chain
+// built to provoke the interleaving a token ring's colouring rule exists for: a rank reactivated behind the
+// token. Chaos delays reorder every pool message. A detector that declares termination early shows up as lost
 // tasks, as a rank whose last task ended after the latest one the detector collected (`late`), or as the
 // engine's "declared terminated while rank r was still active" error (a non-zero exit).
 for (const n of [2, 4, 16]) {
   for (const termination of TERMINATIONS) {
-    const combinations = INITIATIONS.length * PARTNERS.length;
+    const combinations = DISTRIBUTED_COMBINATIONS.filter((c) => c.termination === termination).length;
     test(`${termination}: all ${combinations} balancing combinations on ${n} ranks run every task exactly once`, async (t) => {
       const limit = 2000;
       const r = await scenario(n, ["combos", termination, "2", String(limit), WORKLOADS.join(","), "5"]);
@@ -63,7 +63,7 @@ for (const n of [2, 4, 16]) {
 test("one rank: a distributed pool runs locally", async (t) => {
   const r = await scenario(1, ["combos", "all", "0", "500", "one,spread,pinned,empty"]);
   t.is(r.code, 0, r.stderr);
-  t.is(r.results.length, 12 * 4);
+  t.is(r.results.length, DISTRIBUTED_COMBINATIONS.length * 4);
   for (const res of r.results) t.like(res, { executed: res.expected, twice: -1, misplaced: 0 });
 });
 

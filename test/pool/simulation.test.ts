@@ -1,15 +1,16 @@
 /**
  * Termination and balancing under adversarial, seeded schedules, in process (test/helpers/simulation.ts):
- * every initiation x partner x detector combination, on every workload, on 2 to 7 ranks, a few thousand
- * schedules per run of this file (25 seeds x 8 workloads x 12 combinations). A failing schedule prints the line that replays it. The run also checks
- * that the races these protocols exist for did happen (messages overtaking others on a channel, token-ring
- * blackenings, tree joins, refusals and notifications), and that the simulation catches a detector with a
+ * every combination of initiation, partner and detector (config.ts), on every workload, on 2 to 7 ranks, over
+ * every topology, several thousand schedules per run of this file (25 seeds x 8 workloads x 22 combinations).
+ * A failing schedule prints the line that replays it. The run also checks that the races these protocols
+ * exist for did happen (messages overtaking others on a channel, token-ring blackenings, tree joins, refusals
+ * and notifications, diffusions, ripples, lifeline deals), and that the simulation catches a detector with a
  * known bug: a test that cannot fail proves nothing.
  *
  * WORKPOOL_SIM_SEEDS=N runs N seeds per combination and workload instead of the default.
  */
 import test from "ava";
-import { DISTRIBUTED_COMBINATIONS } from "../../lib/pool/config.ts";
+import { comboName, DISTRIBUTED_COMBINATIONS, TOPOLOGIES } from "../../lib/pool/config.ts";
 import { TokenRing } from "../../lib/pool/termination/token-ring.ts";
 import { replayHint, type SimOutcome, type SimParams, simulate, WORKLOADS } from "../helpers/simulation.ts";
 
@@ -27,14 +28,16 @@ function paramsFor(
     workload,
     tasks: workload === "pingpong" ? 9 + (seed % 8) : 40 + ((seed * 37) % 160),
     seed,
+    // Diffusion and the neighbours partner run over every topology in turn.
+    topology: TOPOLOGIES[seed % TOPOLOGIES.length],
     // Sender-initiated pushes only above highWater: low marks make it move work in small trees.
     highWater: c.initiation === "sender" ? 1 + (seed % 4) : undefined,
-    lowWater: c.initiation === "receiver" ? seed % 3 : undefined,
+    lowWater: c.initiation === "receiver" || c.initiation === "lifeline" ? seed % 3 : undefined,
   };
 }
 
 for (const c of DISTRIBUTED_COMBINATIONS) {
-  const name = `${c.initiation}/${c.partner}/${c.termination}`;
+  const name = comboName(c);
   test(`simulated schedules: ${name} runs every workload correctly`, async (t) => {
     const failures: string[] = [];
     const totals: Record<string, number> = {};
@@ -59,6 +62,13 @@ for (const c of DISTRIBUTED_COMBINATIONS) {
     if (c.initiation === "receiver") {
       t.true((totals.requestsRefused ?? 0) > 0, "no request was ever refused");
       if (c.partner !== "ring") t.true((totals.notifiesSent ?? 0) > 0, "no hungry asker was ever notified");
+    }
+    if (c.initiation === "diffusion") t.true((totals.diffusedIn ?? 0) > 0, "no task ever diffused");
+    if (c.initiation === "ripple") t.true((totals.rippledIn ?? 0) > 0, "no task ever rippled");
+    if (c.initiation === "lifeline") {
+      t.true((totals.lifelinesSent ?? 0) > 0, "no rank ever fell back on its lifelines");
+      t.true((totals.dealsSent ?? 0) > 0, "no lifeline ever dealt work");
+      t.true((totals.stealsAnswered ?? 0) > 0, "no random steal ever succeeded");
     }
   });
 }

@@ -14,8 +14,10 @@ export function share(movable: number, askerLoad: number): number {
 
 /**
  * Messages:
- * REQUEST   asker -> partner     { l: asker's queued tasks }    answered by exactly one TRANSFER or REFUSE
- * TRANSFER  giver -> asker       task message: about half the giver's movable tasks
+ * REQUEST   asker -> partner     { l: asker's queued tasks, k?: locality keys it ran recently }
+ *                                                                answered by exactly one TRANSFER or REFUSE
+ * TRANSFER  giver -> asker       task message: about half the giver's movable tasks (keyed tasks: those of
+ *                                the asker's keys `k` first; see DistributedHost.sendMovable)
  * REFUSE    partner -> asker     {}                             the asker is noted as hungry here
  * NOTIFY    partner -> asker     {}                             "I have work now": sent to hungry askers
  */
@@ -88,7 +90,8 @@ export class ReceiverInitiated implements Balancer {
     if (dest < 0) return; // every partner refused: wait for a NOTIFY
     this.asking = true;
     this.host.rt.count("requestsSent");
-    this.host.send(dest, "request", { l: load });
+    const keys = this.host.recentKeys();
+    this.host.send(dest, "request", keys.length === 0 ? { l: load } : { l: load, k: keys });
   }
 
   /** The policy's next partner that has not refused this rank since it last notified, or -1 if none. */
@@ -109,7 +112,7 @@ export class ReceiverInitiated implements Balancer {
       rt.count("requestsReceived");
       const n = share(this.host.movable, body.l as number);
       if (n > 0) {
-        this.host.sendMovable(source, "transfer", n);
+        this.host.sendMovable(source, "transfer", n, body.k as readonly unknown[] | undefined);
         rt.count("requestsAnswered");
       } else {
         this.host.send(source, "refuse", {});

@@ -3,6 +3,7 @@ import { INITIATION_STRATEGIES } from "../balance/registry.ts";
 import { TaskBatch } from "../batch.ts";
 import { Executor } from "../executor.ts";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
+import { RecentKeys, type TaskKey } from "../keys.ts";
 import { PARTNER_POLICIES } from "../partner/registry.ts";
 import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
@@ -14,6 +15,7 @@ import type { TaskContext, TaskHandler } from "../types.ts";
 import { type EngineMessage, type Protocol, protocolFor, ROOT } from "./protocol.ts";
 
 const epochNow = (): number => performance.timeOrigin + performance.now();
+const NO_KEYS: readonly TaskKey[] = Object.freeze([]);
 
 /**
  * One rank of a distributed pool. The rank keeps its own queues, runs its tasks, and talks to the others
@@ -45,13 +47,20 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private readonly detector: Detector;
   private readonly protocol: Protocol;
   private readonly pinnedTag: number;
-  /** Pinned tasks waiting to leave, by destination rank, and the ranks whose batch is not empty. */
-  private readonly outboxes: TaskBatch<T>[] = [];
+  /** The locality keys of the tasks this rank ran last (both queues note them as they pop). */
+  private readonly recent = new RecentKeys();
+  /**
+   * Pinned tasks waiting to leave, by destination rank (made on the first put for that rank: size x size
+   * batches up front would be a million objects at 1024 ranks), and the ranks whose batch is not empty.
+   */
+  private readonly outboxes: (TaskBatch<T> | undefined)[] = [];
   private readonly outDests: number[] = [];
   private finished = false;
   /** A task here called ctx.stop; the root's STOPPED will end the run. */
   private stopping = false;
   private parked = false;
+  /** From taking a task (`next`) to the step after it (`afterTask`): a task is running here. */
+  private inTask = false;
   private flushScheduled = false;
 
   constructor(
@@ -63,17 +72,16 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   ) {
     this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
     const { config } = rt;
-    this.movableQueue = new TaskQueue<T>(config.order);
-    this.pinnedQueue = new TaskQueue<T>(config.order);
+    this.movableQueue = new TaskQueue<T>(config.order, this.recent);
+    this.pinnedQueue = new TaskQueue<T>(config.order, this.recent);
     const initiation = INITIATION_STRATEGIES[config.initiation];
     const detection = TERMINATION_DETECTORS[config.termination];
     this.protocol = protocolFor(initiation, detection);
     this.pinnedTag = this.tagOf("pinned");
-    const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed);
+    const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed, config.topology);
     this.balancer = initiation.create(this, partner);
     this.detector = detection.create(this);
-    for (let r = 0; r < rt.size; r++) this.outboxes.push(new TaskBatch<T>());
-    for (const p of initial) this.enqueue(p.task, p.priority, p.to);
+    for (const p of initial) this.enqueue(p.task, p.priority, p.to, p.key);
   }
 
   // ---- DistributedHost ----
@@ -84,6 +92,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   get movable(): number {
     return this.movableQueue.size;
+  }
+
+  get running(): boolean {
+    return this.inTask;
   }
 
   get passive(): boolean {
@@ -99,9 +111,9 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.rt.send(dest, this.tagOf(kind), body);
   }
 
-  sendMovable(dest: number, kind: string, n: number): number {
+  sendMovable(dest: number, kind: string, n: number, prefer?: readonly unknown[]): number {
     const batch = new TaskBatch<T>();
-    const moved = batch.takeFrom(this.movableQueue, n);
+    const moved = batch.takeFrom(this.movableQueue, n, prefer);
     if (moved === 0) return 0;
     this.sendTasks(dest, this.tagOf(kind), batch);
     this.rt.count("tasksMovedOut", moved);
@@ -133,9 +145,13 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     return this.load;
   }
 
-  put(task: T, priority: number, to: number | undefined): void {
+  recentKeys(): readonly TaskKey[] {
+    return this.recent.size === 0 ? NO_KEYS : this.recent.list();
+  }
+
+  put(task: T, priority: number, to: number | undefined, _fromTask?: boolean, key?: TaskKey): void {
     if (this.finished) return;
-    this.enqueue(task, priority, to);
+    this.enqueue(task, priority, to, key);
     this.activate();
   }
 
@@ -223,9 +239,12 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   next(): T | undefined {
     const pinned = this.pinnedQueue;
     const movable = this.movableQueue;
-    if (pinned.size === 0) return movable.pop();
-    if (movable.size === 0) return pinned.pop();
-    return (pinned.peekPriority() as number) >= (movable.peekPriority() as number) ? pinned.pop() : movable.pop();
+    let task: T | undefined;
+    if (pinned.size === 0) task = movable.pop();
+    else if (movable.size === 0) task = pinned.pop();
+    else task = (pinned.peekPriority() as number) >= (movable.peekPriority() as number) ? pinned.pop() : movable.pop();
+    this.inTask = task !== undefined;
+    return task;
   }
 
   /** Runs one task; a promise when its handler is async (see Executor). */
@@ -235,6 +254,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   /** After a task (and when the loop resumes): the balancer acts if the queue is out of its band. */
   afterTask(): void {
+    this.inTask = false;
     const load = this.movableQueue.size + this.pinnedQueue.size;
     const balancer = this.balancer;
     if (load < balancer.low || load > balancer.high) balancer.check();
@@ -277,18 +297,19 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.rt.send(dest, this.tagOf(kind), body);
   }
 
-  private enqueue(task: T, priority: number, to: number | undefined): void {
-    if (to === undefined) this.movableQueue.push(task, priority);
-    else if (to === this.rt.rank) this.pinnedQueue.push(task, priority);
+  private enqueue(task: T, priority: number, to: number | undefined, key: TaskKey | undefined): void {
+    if (to === undefined) this.movableQueue.push(task, priority, key);
+    else if (to === this.rt.rank) this.pinnedQueue.push(task, priority, key);
     else {
-      const batch = this.outboxes[to] as TaskBatch<T>;
+      let batch = this.outboxes[to];
+      if (batch === undefined) this.outboxes[to] = batch = new TaskBatch<T>();
       if (batch.size === 0) this.outDests.push(to);
       if (!this.flushScheduled) {
         // Sync handlers flush at the end of their slice; this catches puts made during an await.
         this.flushScheduled = true;
         this.timers.soon(this.flushSoon);
       }
-      if (batch.add(task, priority)) this.flushTo(to);
+      if (batch.add(task, priority, key)) this.flushTo(to);
     }
   }
 
@@ -303,9 +324,9 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   };
 
   private flushTo(dest: number): void {
-    const batch = this.outboxes[dest] as TaskBatch<T>;
+    const batch = this.outboxes[dest];
+    if (batch === undefined || batch.size === 0) return;
     const n = batch.size;
-    if (n === 0) return;
     this.sendTasks(dest, this.pinnedTag, batch);
     this.rt.count("pinnedSent", n);
   }
@@ -326,7 +347,14 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     const loadBefore = this.load;
     const pinned = tag === this.pinnedTag;
     const queue = pinned ? this.pinnedQueue : this.movableQueue;
-    for (let i = 0; i < tasks.length; i++) queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
+    const keys = body.k as (TaskKey | null)[] | undefined;
+    if (keys === undefined) {
+      for (let i = 0; i < tasks.length; i++) queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
+    } else {
+      for (let i = 0; i < tasks.length; i++) {
+        queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0, keys[i] ?? undefined);
+      }
+    }
     this.rt.count(pinned ? "pinnedReceived" : "tasksMovedIn", tasks.length);
     if (body.f !== undefined) this.rt.trace?.flowIn(`${kind} ${tasks.length} from ${source}`, body.f as string);
     this.activate();

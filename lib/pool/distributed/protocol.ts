@@ -4,8 +4,9 @@
  * epoch `e` (added by PoolRuntime.send); none relies on the order of delivery.
  *
  * Task messages are the only messages that carry tasks, so the only ones the termination detectors count.
- * Each carries `t` (tasks), `q` (priorities, when any is not 0), `s` (the detector's stamp: token ring,
- * rounds the sender has passed) and, under `--trace`, `f` (a trace flow id). The engine's is
+ * Each carries `t` (tasks), `q` (priorities, when any is not 0), `k` (locality keys, null where a task has
+ * none, only when some task has one), `s` (the detector's stamp: token ring, rounds the sender has passed)
+ * and, under `--trace`, `f` (a trace flow id). The engine's is
  * PINNED    putter -> owner      `put(task, { to })`: pinned on arrival, never moved again
  * and the initiation adds its own (TRANSFER, PUSH, ...).
  *

@@ -1,0 +1,391 @@
+/**
+ * DOALL loops on a pool: `pool.forEach(start, end, body)` and `world.parallelFor(start, end, body)`.
+ *
+ * Why ranges in a pool, and not the seed's periodic redistribution. Seed 001 keeps each rank's iterations in
+ * a block, measures every rank's rate at load balancing hooks every `period_target`, and moves work so that
+ * blocks are proportional to filtered rates. A workpool already moves work when, and only when, a rank runs
+ * dry (a steal, or a coordinator's grant), so the loop hands it ranges and lets it do that: no periodic
+ * interaction costs anything while the load is level, and no rate has to be measured over the 5-10 scheduler
+ * quanta the seed needs before it can trust one (§5.2.3), because what moves work is a rank having finished.
+ * What the seed's measurements still decide is the one parameter the pool cannot: how many iterations a range
+ * holds (grain.ts `doallGrain`, docs/loops.md).
+ *
+ * How a loop runs, on each working rank (every rank, but a centralized pool's coordinator unless it works):
+ * 1. The rank puts its block of the index range as one task (pinned to it in a distributed pool).
+ * 2. That task probes: it runs the block's first iterations, doubling their number, until they took PROBE_MS,
+ *    and keeps the fastest round's time per iteration (seed §4.2.4 measures `t_iteration` at start-up on real
+ *    iterations and takes the smallest of several). Those iterations are done, not thrown away.
+ * 3. It cuts the rest of the block into ranges of the grain chosen from that time and from the per-range cost
+ *    this pool measured in earlier loops, and puts them. The pool runs them and moves them between ranks.
+ * 4. A range that runs SPLIT_AFTER times longer than planned (its iterations cost more than the probe's, or
+ *    its rank was slowed) puts the rest of itself back, cut to the plan at the time now measured, so the rest
+ *    can still move. A fixed grain never splits.
+ * Every index is in exactly one block, probe or range, and the pool runs every task exactly once.
+ */
+import { type ReduceFn, resolveOp } from "../comm/ops.ts";
+import { World } from "../comm/world.ts";
+import { describe, InvalidArgumentError } from "../errors.ts";
+import type { PoolConfig } from "../pool/options.ts";
+import type { PutOptions, RunOptions, RunResult, TaskContext, TaskHandler } from "../pool/types.ts";
+import { DEFAULT_RANGE_COST_MS, doallGrain, PROBE_MS, TimeFilter } from "./grain.ts";
+import {
+  type LoopBody,
+  type LoopContext,
+  type LoopOptions,
+  type LoopResult,
+  type LoopStats,
+  resolveLoop,
+} from "./options.ts";
+
+/**
+ * A task of a loop: iterations `lo` up to `hi` (exclusive), and `plan`: BLOCK for a rank's block (probe it, then
+ * cut it), FIXED for a range of a fixed grain, else the time in ms the range was planned to take.
+ */
+type Piece = [lo: number, hi: number, plan: number];
+const BLOCK = 0;
+const FIXED = -1;
+
+/** A range that has run this many times its planned time puts the rest of itself back, cut to plan. */
+const SPLIT_AFTER = 4;
+/** How many times a range reads the clock while it runs, to notice that it runs long. */
+const CHECKS = 4;
+/** Most gaps between ranges a rank keeps to measure the per-range cost from. */
+const MAX_GAPS = 1024;
+/** Ranges a loop must have run on a rank before their measured cost refines the pool's estimate. */
+const MIN_RANGES_MEASURED = 16;
+/** Bounds of a measured per-range cost, ms (a loaded machine can make one run's figure absurd). */
+const MIN_RANGE_COST_MS = 0.0002;
+const MAX_RANGE_COST_MS = 0.05;
+
+/** What a loop needs of its pool (pool.ts imports this file, so it names no Pool). */
+interface LoopPool {
+  readonly config: PoolConfig;
+  readonly name: string;
+  readonly waiting: number;
+  put(task: Piece, options?: PutOptions): void;
+  run(handler: TaskHandler<Piece, unknown>, options: RunOptions<unknown>): Promise<RunResult<unknown>>;
+}
+
+/** Each pool's measured cost of a range beyond its iterations, ms, refined by every automatic loop on it. */
+const rangeCosts = new WeakMap<object, number>();
+
+/**
+ * The values a rank's iterations returned, combined as they come. The running total is this object's own (a
+ * copy of the first object value), so a reducer may update it in place. `sum`, `min` and `max` of numbers
+ * take a fast path.
+ */
+class Accumulator {
+  value: unknown = undefined;
+  has = false;
+  constructor(
+    private readonly combine: ReduceFn<unknown>,
+    private readonly op: unknown,
+  ) {}
+
+  add(v: unknown): void {
+    if (v === undefined) return;
+    if (!this.has) {
+      this.value = typeof v === "object" && v !== null ? structuredClone(v) : v;
+      this.has = true;
+      return;
+    }
+    const a = this.value;
+    if (typeof a === "number" && typeof v === "number") {
+      if (this.op === "sum") {
+        this.value = a + v;
+        return;
+      }
+      if (this.op === "max") {
+        if (v > a) this.value = v;
+        return;
+      }
+      if (this.op === "min") {
+        if (v < a) this.value = v;
+        return;
+      }
+    }
+    this.value = this.combine(a, v);
+  }
+
+  /** The total so far, for the pool (undefined when nothing was returned); starts over. */
+  take(): unknown {
+    const v = this.has ? this.value : undefined;
+    this.value = undefined;
+    this.has = false;
+    return v;
+  }
+}
+
+function isPromise(v: unknown): v is Promise<unknown> {
+  return typeof v === "object" && v !== null && typeof (v as { then?: unknown }).then === "function";
+}
+
+/** The ranks that run a pool's tasks: all, but a centralized pool's coordinator unless it works (or is alone). */
+function workingRanks(pool: LoopPool, size: number): number[] {
+  const c = pool.config;
+  const all = Array.from({ length: size }, (_, r) => r);
+  if (size === 1 || c.mode !== "centralized" || c.coordinatorWorks) return all;
+  return all.filter((r) => r !== c.coordinator);
+}
+
+/** The `w`-th of `parts` contiguous blocks of [start, end), sizes differing by at most one. */
+function blockOf(start: number, end: number, w: number, parts: number): [number, number] {
+  const n = end - start;
+  const base = Math.floor(n / parts);
+  const extra = n % parts;
+  const lo = start + w * base + Math.min(w, extra);
+  return [lo, lo + base + (w < extra ? 1 : 0)];
+}
+
+/** @internal `pool.forEach`: see Pool.forEach. */
+export async function forEach<R>(
+  poolObject: object,
+  world: World,
+  start: number,
+  end: number,
+  body: LoopBody<R>,
+  options?: LoopOptions<R>,
+): Promise<LoopResult<R>> {
+  const pool = poolObject as LoopPool;
+  const spec = resolveLoop("forEach", start, end, body, options as LoopOptions<unknown> | undefined);
+  const op = options?.reduce ?? "sum";
+  const combine = resolveOp(op as never, "forEach: option `reduce`") as ReduceFn<unknown>;
+  if (pool.waiting > 0) {
+    throw new InvalidArgumentError(
+      `forEach: ${pool.name} holds ${pool.waiting} task(s) put and not run; run them first, or loop on another pool`,
+    );
+  }
+  const fixed = spec.grain;
+  const rangeCostMs = rangeCosts.get(pool) ?? DEFAULT_RANGE_COST_MS;
+  const order = pool.config.order;
+  const stats = { grain: 0, iterations: 0, ranges: 0, splits: 0, bodyMs: 0 };
+  const filter = new TimeFilter();
+  let loopCtx: LoopContext | undefined;
+  let stopped = false;
+
+  /** Puts [lo, hi) as ranges of `grain`, so that this rank runs them from lo up (the pool's order). */
+  const putRanges = (ctx: TaskContext<Piece>, lo: number, hi: number, grain: number, plan: number): void => {
+    const count = Math.ceil((hi - lo) / grain);
+    for (let k = 0; k < count; k++) {
+      const j = order === "lifo" ? count - 1 - k : k;
+      const a = lo + j * grain;
+      ctx.put([a, Math.min(hi, a + grain), plan]);
+    }
+  };
+
+  const contextOf = (ctx: TaskContext<Piece>): LoopContext =>
+    (loopCtx ??= {
+      rank: ctx.rank,
+      stop: (result?: unknown) => {
+        stopped = true;
+        ctx.stop(result);
+      },
+    });
+
+  /** Runs iterations [i, hi) into `acc` from iteration i on, once the body has returned a promise. */
+  const finishAsync = async (first: Promise<unknown>, i: number, hi: number, acc: Accumulator, c: LoopContext) => {
+    acc.add(await first);
+    for (let k = i; k < hi && !stopped; k++) {
+      const v = body(k, c);
+      acc.add(isPromise(v) ? await v : v);
+    }
+  };
+
+  /**
+   * Runs [lo, hi) into `acc`; undefined when it finished synchronously, else a promise of its end. Numbers
+   * summed (the default) add up in a local first: the body's call is then nearly all an iteration costs.
+   */
+  const span = (lo: number, hi: number, acc: Accumulator, c: LoopContext): Promise<void> | undefined => {
+    if (op === "sum") {
+      let sum = 0;
+      let any = false;
+      for (let i = lo; i < hi; i++) {
+        const v = body(i, c);
+        if (typeof v === "number") {
+          sum += v;
+          any = true;
+        } else if (v !== undefined) {
+          if (isPromise(v)) {
+            if (any) acc.add(sum);
+            return finishAsync(v, i + 1, hi, acc, c);
+          }
+          acc.add(v);
+        }
+        if (stopped) break;
+      }
+      if (any) acc.add(sum);
+      return undefined;
+    }
+    for (let i = lo; i < hi; i++) {
+      const v = body(i, c);
+      if (isPromise(v)) return finishAsync(v, i + 1, hi, acc, c);
+      if (v !== undefined) acc.add(v);
+      if (stopped) return undefined;
+    }
+    return undefined;
+  };
+
+  /** When this rank's last range ended, and the gaps from a range's end to the next one's start (a sample). */
+  let lastEnd = 0;
+  const gaps: number[] = [];
+  const started = (): number => {
+    const t = performance.now();
+    if (lastEnd > 0 && gaps.length < MAX_GAPS) gaps.push(t - lastEnd);
+    return t;
+  };
+
+  const record = (iterations: number, ms: number) => {
+    lastEnd = performance.now();
+    stats.iterations += iterations;
+    stats.ranges++;
+    stats.bodyMs += ms;
+    if (iterations > 0) filter.add(ms / iterations);
+  };
+
+  /** A rank's block: probe its first iterations, then cut the rest into ranges of the grain they call for. */
+  const block = async (piece: Piece, ctx: TaskContext<Piece>): Promise<unknown> => {
+    const [lo, hi] = piece;
+    const c = contextOf(ctx);
+    const acc = new Accumulator(combine, op);
+    if (fixed !== undefined) {
+      stats.grain = fixed;
+      putRanges(ctx, lo, hi, fixed, FIXED);
+      return undefined;
+    }
+    let done = lo;
+    let count = 1;
+    let spent = 0;
+    let perIteration = Number.POSITIVE_INFINITY;
+    while (done < hi && spent < PROBE_MS && !stopped) {
+      const upTo = Math.min(hi, done + count);
+      const t0 = done === lo ? started() : performance.now();
+      const pending = span(done, upTo, acc, c);
+      if (pending) await pending;
+      const dt = performance.now() - t0;
+      spent += dt;
+      // The fastest round: the first ones run before the body is compiled (seed §4.2.4 also takes the smallest).
+      perIteration = Math.min(perIteration, dt / (upTo - done));
+      done = upTo;
+      count *= 2;
+    }
+    record(done - lo, spent);
+    if (done < hi && !stopped) {
+      const g = doallGrain({ iterations: hi - done, iterationMs: perIteration, rangeCostMs, overhead: spec.overhead });
+      stats.grain = g.grain;
+      putRanges(ctx, done, hi, g.grain, Math.max(g.rangeMs, 1e-6));
+    } else stats.grain = done - lo;
+    return acc.take();
+  };
+
+  /** A range; one planned to take `plan` ms that has taken SPLIT_AFTER times that puts the rest of itself back. */
+  const range = (piece: Piece, ctx: TaskContext<Piece>): unknown => {
+    const [lo, hi, plan] = piece;
+    const c = contextOf(ctx);
+    const acc = new Accumulator(combine, op);
+    const t0 = started();
+    if (plan === FIXED || hi - lo < 2) {
+      const pending = span(lo, hi, acc, c);
+      if (pending) return pending.then(() => finishRange(acc, hi - lo, t0));
+      return finishRange(acc, hi - lo, t0);
+    }
+    const stride = Math.ceil((hi - lo) / CHECKS);
+    const limit = SPLIT_AFTER * plan;
+    const go = (from: number): unknown => {
+      for (let i = from; i < hi;) {
+        const j = Math.min(hi, i + stride);
+        const pending = span(i, j, acc, c);
+        if (pending) return pending.then(() => go(j));
+        i = j;
+        if (stopped) return finishRange(acc, i - lo, t0);
+        const elapsed = performance.now() - t0;
+        if (i < hi && elapsed > limit) {
+          const perIteration = elapsed / (i - lo);
+          stats.splits++;
+          putRanges(ctx, i, hi, Math.max(1, Math.round(plan / perIteration)), plan);
+          return finishRange(acc, i - lo, t0);
+        }
+      }
+      return finishRange(acc, hi - lo, t0);
+    };
+    return go(lo);
+  };
+
+  const finishRange = (acc: Accumulator, iterations: number, t0: number): unknown => {
+    record(iterations, performance.now() - t0);
+    return acc.take();
+  };
+
+  const handler = (piece: Piece, ctx: TaskContext<Piece>): unknown => {
+    if (!Array.isArray(piece) || piece.length !== 3) {
+      throw new InvalidArgumentError(
+        `forEach: ${pool.name} ran a task that is not one of the loop's (${describe(piece)}): put no tasks on a pool while a loop runs on it`,
+      );
+    }
+    if (stopped) return undefined;
+    return piece[2] === BLOCK ? block(piece, ctx) : range(piece, ctx);
+  };
+
+  const working = workingRanks(pool, world.size);
+  const w = working.indexOf(world.rank);
+  if (w >= 0) {
+    const [lo, hi] = blockOf(spec.start, spec.end, w, working.length);
+    if (hi > lo) {
+      const pin = world.size > 1 && pool.config.mode === "distributed" ? { to: world.rank } : undefined;
+      pool.put([lo, hi, BLOCK], pin);
+    }
+  }
+  const runOptions = options?.signal ? { reduce: op, signal: options.signal } : { reduce: op };
+  const result = await pool.run(handler as TaskHandler<Piece, unknown>, runOptions as RunOptions<unknown>);
+  if (fixed === undefined && gaps.length >= MIN_RANGES_MEASURED) {
+    gaps.sort((a, b) => a - b);
+    const measured = gaps[gaps.length >> 1] as number;
+    const bounded = Math.min(MAX_RANGE_COST_MS, Math.max(MIN_RANGE_COST_MS, measured));
+    rangeCosts.set(pool, (rangeCostMs + bounded) / 2);
+  }
+  const loop: LoopStats = {
+    grain: stats.grain,
+    iterations: stats.iterations,
+    ranges: stats.ranges,
+    splits: stats.splits,
+    iterationUs: filter.ms * 1000,
+    rangeCostUs: rangeCostMs * 1000,
+  };
+  return { ...(result as LoopResult<R>), loop };
+}
+
+/** Each world's pool for `parallelFor`, made on its first loop (every rank makes it at the same point). */
+const loopPools = new WeakMap<World, ReturnType<World["pool"]>>();
+
+declare module "../comm/world.ts" {
+  interface World {
+    /**
+     * Collective, on every rank: runs `body(i)` once for every i in `start` up to `end` (exclusive), spread
+     * over the ranks in ranges whose size is chosen from measured iteration times (docs/loops.md), and
+     * resolves on every rank with `result`, every value `body` returned combined with `options.reduce` (sum
+     * by default). The loops of one world share one pool, made on the first loop from the launcher's
+     * `--pool SPEC`; for other pool options, make a pool and call its `forEach`.
+     */
+    parallelFor<R = number>(
+      start: number,
+      end: number,
+      body: LoopBody<R>,
+      options?: LoopOptions<R>,
+    ): Promise<LoopResult<R>>;
+  }
+}
+
+World.prototype.parallelFor = async function parallelFor<R>(
+  this: World,
+  start: number,
+  end: number,
+  body: LoopBody<R>,
+  options?: LoopOptions<R>,
+): Promise<LoopResult<R>> {
+  resolveLoop("parallelFor", start, end, body, options as LoopOptions<unknown> | undefined);
+  let pool = loopPools.get(this);
+  if (!pool) {
+    pool = this.pool();
+    loopPools.set(this, pool);
+  }
+  return pool.forEach(start, end, body, options);
+};

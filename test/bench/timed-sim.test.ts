@@ -1,0 +1,61 @@
+/**
+ * The timed simulation behind `npm run bench -- strategies` (bench/sim/timed.ts), at a small size, so that it
+ * cannot rot: a few combinations on every workload run every task exactly once, end (no hang), and take at
+ * least their lower bound; a run replays exactly from its parameters; and a lost task message is caught.
+ * Figures are not asserted here beyond sanity: speed claims live in the bench.
+ */
+import test from "ava";
+import { availableCombos } from "../../bench/combos.ts";
+import { simulateTimed, TIMED_WORKLOADS, type TimedParams } from "../../bench/sim/timed.ts";
+import { comboName, PARTNERED } from "../../lib/pool/config.ts";
+
+const combos = availableCombos();
+// The default combination, and one that brings its own graph (no partner policy) when one is registered.
+const picked = [
+  combos.find((c) => c.initiation === "receiver" && c.partner === "random" && c.termination === "tree"),
+  combos.find((c) => !PARTNERED[c.initiation]) ?? combos.find((c) => c.termination === "token-ring"),
+].filter((c) => c !== undefined);
+
+const params = (combo: string, workload: TimedParams["workload"]): TimedParams => ({
+  size: 12,
+  combo,
+  workload,
+  workPerRankMs: 400,
+  seed: 3,
+});
+
+for (const c of picked) {
+  const combo = comboName(c);
+  test(`timed simulation: ${combo} runs every workload exactly once, no faster than the bound`, async (t) => {
+    for (const workload of TIMED_WORKLOADS) {
+      const out = await simulateTimed(params(combo, workload));
+      t.deepEqual(out.problems, [], `${workload}: ${out.problems.join("; ")}`);
+      t.true(out.tasks > 12, `${workload}: ${out.tasks} tasks`);
+      t.true(out.ratio >= 1, `${workload}: makespan / bound ${out.ratio}`);
+      t.true(out.ratio < 3, `${workload}: makespan / bound ${out.ratio}, absurd`);
+      t.true(out.makespanMs >= out.lastTaskMs, `${workload}: termination before the last task ended`);
+      t.true(out.messages > 0);
+    }
+  });
+}
+
+test("timed simulation: a run replays exactly from its parameters", async (t) => {
+  const combo = comboName(picked[0] ?? (combos[0] as (typeof combos)[number]));
+  const a = await simulateTimed(params(combo, "one-source"));
+  const b = await simulateTimed(params(combo, "one-source"));
+  const figures = (o: typeof a) => [o.makespanMs, o.messages, o.moved, o.events, o.counters];
+  t.deepEqual(figures(a), figures(b));
+  t.true(a.moved > 0, "work from one source was never moved");
+});
+
+test("timed simulation: a lost task message is caught", async (t) => {
+  const combo = comboName(picked[0] ?? (combos[0] as (typeof combos)[number]));
+  const out = await simulateTimed({ ...params(combo, "one-source"), loseTaskMessage: 2 });
+  t.true(out.problems.length > 0, "the loss went unnoticed");
+});
+
+test("timed simulation: a combination that does not exist is refused, by name", async (t) => {
+  await t.throwsAsync(simulateTimed(params("receiver/nobody/tree", "spread")), {
+    message: /unknown combination `receiver\/nobody\/tree`/,
+  });
+});

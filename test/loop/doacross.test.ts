@@ -1,0 +1,54 @@
+/**
+ * DOACROSS through the real launcher: the LCS wavefront (apps/lcs, `world.doacross`) agrees with its
+ * sequential dynamic program on several rank counts, with the block size chosen at run time and fixed.
+ */
+import test from "ava";
+import { join } from "node:path";
+import { ROOT, rank0, run } from "../helpers/run.ts";
+
+const LCS = join(ROOT, "apps", "lcs");
+
+for (const [n, args] of [
+  [1, ["--length", "500"]],
+  [2, ["--length", "1500"]],
+  [3, ["--length", "1200", "--block", "7"]],
+  [5, ["--length", "900", "--seed", "3"]],
+] as const) {
+  test(`LCS wavefront on ${n} rank(s) ${args.join(" ")} matches the sequential program`, async (t) => {
+    const r = await run(["-n", String(n), "--timeout", "90", LCS, ...args, "--verify", "--json"]);
+    t.is(r.code, 0, r.stderr);
+    const line = rank0(r.stdout).find((l) => l.startsWith("{"));
+    t.truthy(line, r.stdout);
+    const result = JSON.parse(line as string) as { verified: boolean; length: number; block: number };
+    t.true(result.verified);
+    t.true(result.length > 0);
+    if ((args as readonly string[]).includes("--block")) t.is(result.block, 7);
+  });
+}
+
+test("doacross rejects bad arguments, naming them", async (t) => {
+  const { connect, InvalidArgumentError } = await import("../../lib/index.ts");
+  const world = await connect();
+  await t.throwsAsync(
+    world.doacross(-1, 5, () => []),
+    {
+      instanceOf: InvalidArgumentError,
+      message: "doacross: `m` (rows) must be a non-negative integer; got -1",
+    },
+  );
+  await t.throwsAsync(
+    world.doacross(3, 5, () => [], { blockSize: 0 }),
+    {
+      instanceOf: InvalidArgumentError,
+      message: "doacross: option `blockSize` must be a positive integer; got 0",
+    },
+  );
+  await t.throwsAsync(
+    world.doacross(2, 4, () => [1, 2, 3]),
+    {
+      instanceOf: InvalidArgumentError,
+      message: /body must return one entry per row/,
+    },
+  );
+  await world.close();
+});

@@ -1,0 +1,80 @@
+/**
+ * DOALL loops through the real launcher (test/fixtures/loop-doall.ts): every index runs exactly once and the
+ * values reduce to the sequential sum, under every kind of pool, with the grain chosen at run time or fixed
+ * (in code, or by WORKPOOL_LOOP_GRAIN in the launcher's environment); other reducers, a loop stopped early,
+ * and bad arguments rejected with errors naming them.
+ */
+import test from "ava";
+import { fixture, rank0, run, runAlone } from "../helpers/run.ts";
+
+const DOALL = fixture("loop-doall.ts");
+const LOOPS = ["auto", "offset", "fixed", "async", "empty", "tiny"];
+
+interface LoopLine {
+  exact: boolean;
+  wrong: number;
+  result: number;
+  expected: number;
+  grains: number[];
+}
+
+function check(t: import("ava").ExecutionContext, lines: string[], fixedGrain?: number): void {
+  for (const name of LOOPS) {
+    const line = lines.find((l) => l.startsWith(`loop ${name} `));
+    if (!line) {
+      t.fail(`no result for loop ${name}:\n${lines.join("\n")}`);
+      continue;
+    }
+    const r = JSON.parse(line.slice(`loop ${name} `.length)) as LoopLine;
+    t.true(r.exact, `${name}: index ${r.wrong} did not run exactly once`);
+    t.is(r.result, r.expected, `${name}: result`);
+    if (fixedGrain !== undefined && name !== "fixed" && r.expected !== 0) {
+      t.true(
+        r.grains.every((g) => g === 0 || g === fixedGrain),
+        `${name}: grains ${r.grains.join(",")}`,
+      );
+    }
+  }
+  t.true(lines.includes(`reduce {"max":19999,"hist":[10000,10000]}`), lines.join("\n"));
+  t.true(lines.includes(`stop {"stopped":true,"result":"found"}`), lines.join("\n"));
+  const errors: Record<string, RegExp> = {
+    start: /^error start true parallelFor: `start` must be a safe integer; got 0\.5$/,
+    end: /^error end true parallelFor: `end` must be a safe integer; got NaN$/,
+    order: /^error order true parallelFor: `start` \(10\) must not exceed `end` \(2\)$/,
+    grain: /^error grain true parallelFor: option `grain` must be a positive integer; got 0$/,
+    body: /^error body true parallelFor: `body` must be a function; got 42$/,
+  };
+  for (const [label, pattern] of Object.entries(errors)) {
+    t.true(
+      lines.some((l) => pattern.test(l)),
+      `${label}:\n${lines.filter((l) => l.startsWith("error")).join("\n")}`,
+    );
+  }
+}
+
+for (const [n, pool] of [
+  [3, "centralized"],
+  [3, "distributed"],
+  [2, "centralized,coordinatorWorks=true"],
+  [3, "centralized,keep=0"],
+] as const) {
+  test(`every index once, results exact: -n ${n} --pool ${pool}`, async (t) => {
+    const r = await run(["-n", String(n), "--timeout", "90", "--pool", pool, DOALL, "20000"]);
+    t.is(r.code, 0, r.stderr);
+    check(t, rank0(r.stdout));
+  });
+}
+
+test("a fixed grain from WORKPOOL_LOOP_GRAIN in the launcher's environment", async (t) => {
+  const r = await run(["-n", "3", "--timeout", "90", "--pool", "distributed", DOALL, "20000"], {
+    WORKPOOL_LOOP_GRAIN: "5",
+  });
+  t.is(r.code, 0, r.stderr);
+  check(t, rank0(r.stdout), 5);
+});
+
+test("a plain one-rank program, without the launcher", async (t) => {
+  const r = await runAlone(DOALL, ["20000"]);
+  t.is(r.code, 0, r.stderr);
+  check(t, r.stdout.split("\n"));
+});
