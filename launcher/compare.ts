@@ -98,7 +98,27 @@ function runToEnd(
 ): Promise<Exit> {
   return new Promise((resolvePromise, reject) => {
     const t0 = performance.now();
-    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], shell });
+    // A shell command runs in a process group of its own, so that a timeout kills what it started, not just
+    // the shell; then Ctrl-C no longer reaches it from the terminal, so a signal to compare is passed on.
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"], shell, detached: shell });
+    const kill = (): void => {
+      try {
+        if (shell) process.kill(-(child.pid as number), "SIGKILL");
+        else child.kill("SIGKILL");
+      } catch {
+        child.kill("SIGKILL");
+      }
+    };
+    const onSignal = (signal: NodeJS.Signals): void => {
+      kill();
+      process.removeListener("SIGINT", onSignal);
+      process.removeListener("SIGTERM", onSignal);
+      process.kill(process.pid, signal);
+    };
+    if (shell) {
+      process.once("SIGINT", onSignal);
+      process.once("SIGTERM", onSignal);
+    }
     let stdout = "";
     let stderr = "";
     let ms = 0;
@@ -106,7 +126,7 @@ function runToEnd(
       timeoutSeconds === undefined
         ? undefined
         : setTimeout(() => {
-            child.kill("SIGKILL");
+            kill();
             child.stdout.destroy();
             child.stderr.destroy();
           }, timeoutSeconds * 1000);
@@ -116,6 +136,8 @@ function runToEnd(
     child.on("exit", () => (ms = performance.now() - t0));
     child.on("close", (code) => {
       clearTimeout(timer);
+      process.removeListener("SIGINT", onSignal);
+      process.removeListener("SIGTERM", onSignal);
       resolvePromise({ code, stdout, stderr, ms });
     });
   });

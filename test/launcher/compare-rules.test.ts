@@ -1,5 +1,8 @@
 // `workpool compare`'s rules, without launching ranks: which result keys the agreement check leaves out,
 // how runs agree or disagree, which row is fastest, short labels, the baseline's time, and the options.
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import test from "ava";
 import { shortLabel } from "../../launcher/compare-labels.ts";
 import { checkAgreement, differingKeys, isVolatileKey, resultLine } from "../../launcher/compare-results.ts";
@@ -7,6 +10,7 @@ import type { Baseline, ConfigSummary, RunMetrics } from "../../launcher/compare
 import { parseCompareArgs, reportedSeconds, runBaseline, tableRows } from "../../launcher/compare.ts";
 import { UsageError } from "../../launcher/usage-error.ts";
 import { DISTRIBUTED_COMBINATIONS } from "../../lib/internal.ts";
+import { waitUntilGone } from "../helpers/pids.ts";
 import { fixture } from "../helpers/run.ts";
 
 test("timing keys are left out by their last word; look-alikes are kept", (t) => {
@@ -142,9 +146,14 @@ test("runBaseline: median of the printed seconds, or of the wall times; a failin
   await t.throwsAsync(runBaseline(`${node} -e 'console.error("no input"); process.exit(3)'`, 2, undefined), {
     message: "exit 3: no input",
   });
-  await t.throwsAsync(runBaseline(`${node} -e 'setInterval(() => {}, 1000)'`, 1, 0.2), {
-    message: /^killed after 0.2 s/,
+  // A command the shell runs as a child of its own: the timeout kills it too, not only the shell.
+  const pidFile = join(mkdtempSync(join(tmpdir(), "wp-baseline-")), "pid");
+  const writePid = `require("fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid))`;
+  await t.throwsAsync(runBaseline(`${node} -e '${writePid}; setInterval(() => {}, 1000)'; echo after`, 1, 2), {
+    message: /^killed after 2 s/,
   });
+  const pid = Number(readFileSync(pidFile, "utf8"));
+  t.deepEqual(await waitUntilGone([pid]), [], `the baseline's own child ${pid} outlived the timeout`);
 });
 
 test("options: -n takes a list, --ignore repeats, bad values name the option", (t) => {

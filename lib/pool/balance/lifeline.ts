@@ -27,7 +27,7 @@ export const lifeline: InitiationStrategy = {
  * Lifeline-based global load balancing (Saraswat, Kambadur, Kodali, Grove, Krishnamoorthy, PPoPP 2011).
  *
  * A rank running low (fewer than `lowWater` tasks queued) steals from random victims, one steal in flight,
- * up to `RANDOM_STEALS` in a row. A victim with work to spare answers with about half its movable tasks; one
+ * up to `RANDOM_STEALS` in a row, and as many again once its queue is empty. A victim with work to spare answers with about half its movable tasks; one
  * without declines and forgets the thief. Once its random steals have failed and its queue is empty, the rank
  * sends a LIFELINE to each of its lifeline buddies (its outgoing edges in a base-4 hypercube) that does not
  * already hold one from it, and goes quiet: no more messages until work comes.
@@ -48,8 +48,15 @@ export class Lifeline implements Balancer {
   private readonly buddies: readonly number[];
   private readonly random: () => number;
   private stealing = false;
-  /** Random steals that failed since this rank last got work. */
-  private failed = 0;
+  /** The steal in flight was sent with an empty queue. */
+  private stealingDry = false;
+  /**
+   * Random steals that failed since this rank last got work: while it still had some queued (stealing ahead),
+   * and since it ran dry. A rank that runs dry steals `RANDOM_STEALS` times afresh, as GLB's workers do each
+   * time they run out, whatever its steals ahead found.
+   */
+  private failedAhead = 0;
+  private failedDry = 0;
   /** Buddies holding a lifeline request from this rank (1), by rank. */
   private readonly asked: Uint8Array;
   /** Thieves waiting on this rank's lifeline, and a mark per rank. */
@@ -79,8 +86,9 @@ export class Lifeline implements Balancer {
     const load = host.load;
     if (load >= this.low) return;
     const { rt } = host;
-    if (this.failed < RANDOM_STEALS) {
+    if ((load > 0 ? this.failedAhead : this.failedDry) < RANDOM_STEALS) {
       this.stealing = true;
+      this.stealingDry = load === 0;
       rt.count("stealsSent");
       host.send(this.victim(), "steal", { l: load });
       return;
@@ -106,7 +114,8 @@ export class Lifeline implements Balancer {
       } else host.send(source, "decline", {});
     } else if (kind === "decline") {
       this.stealing = false;
-      this.failed++;
+      if (this.stealingDry) this.failedDry++;
+      else this.failedAhead++;
       this.check();
     } else if (kind === "lifeline") {
       rt.count("lifelinesReceived");
@@ -121,12 +130,14 @@ export class Lifeline implements Balancer {
   received(source: number, kind: string): void {
     if (kind === "gift") {
       this.stealing = false;
-      this.failed = 0;
+      this.failedAhead = 0;
+      this.failedDry = 0;
       this.host.rt.count("giftsReceived");
     } else if (kind === "deal") {
       // That buddy no longer holds this rank's request; the next dry spell asks it again.
       this.asked[source] = 0;
-      this.failed = 0;
+      this.failedAhead = 0;
+      this.failedDry = 0;
       this.host.rt.count("dealsReceived");
     }
     if (this.thieves.length > 0 && this.host.movable >= 2) this.deal();

@@ -7,7 +7,7 @@ import type { DetectionStrategy, Detector, DistributedHost } from "../strategy.t
  *                                  (epoch ms) seen this round, n: round, r?: partial results }
  */
 export const tokenRing: DetectionStrategy = {
-  summary: "dual-pass token rings through the root, ~sqrt(size) ranks each (Safra's counts, a sharper colour rule)",
+  summary: "dual-pass token rings through the root, ~sqrt(size) ranks each (Safra's counts)",
   messages: ["token"],
   create: (host) => new TokenRing(host),
 };
