@@ -19,6 +19,7 @@ import {
   type Initiation,
   MODES,
   ORDERS,
+  PARTNERED,
   PARTNERS,
   type PartnerPolicy,
   type PoolMode,
@@ -79,14 +80,17 @@ export interface PoolOptions {
   readonly speculate?: boolean;
   /** Distributed: who starts a transfer. @default "receiver" */
   readonly initiation?: Initiation;
-  /** Distributed: how a rank picks the partner it asks or pushes to. @default "random" */
+  /**
+   * Distributed, receiver and sender initiations: how a rank picks the partner it asks or pushes to (the other
+   * initiations bring their own graphs; setting it with them is an error). @default "random"
+   */
   readonly partner?: PartnerPolicy;
   /** Distributed: termination detector. @default "token-ring" */
   readonly termination?: TerminationDetector;
   /**
    * Distributed: the graph whose neighbours `partner: "neighbours"` and `initiation: "diffusion"` use: a
    * hypercube (rank r and r xor 2^k), a 2-D torus (rows x columns, the most square factoring of the size), or
-   * a ring. @default "hypercube"
+   * a ring. Setting it with other strategies is an error. @default "hypercube"
    */
   readonly topology?: Topology;
   /** Distributed, receiver-initiated: ask for work when the local queue holds fewer tasks. @default 2 */
@@ -224,6 +228,20 @@ export function resolvePoolConfig(
     throw new ConfigError(
       "pool option `speculate` needs `retries` > 0: copies of a task are told apart by the ledger that pool keeps",
     );
+  }
+  if (mode === "distributed") {
+    // An option the configured strategies do not read is a mistake to report, not to ignore.
+    if (merged.partner !== undefined && !PARTNERED[config.initiation]) {
+      const partnered = INITIATIONS.filter((i) => PARTNERED[i]).join(" and ");
+      throw new ConfigError(
+        `pool option \`partner\` applies to the ${partnered} initiations only; initiation ${config.initiation} picks its own partners`,
+      );
+    }
+    if (merged.topology !== undefined && config.partner !== "neighbours" && config.initiation !== "diffusion") {
+      throw new ConfigError(
+        "pool option `topology` applies to partner neighbours and initiation diffusion only; this pool uses neither",
+      );
+    }
   }
   if (config.coordinator >= size) {
     throw new ConfigError(`pool option \`coordinator\` must be a rank in 0..${size - 1}; got ${config.coordinator}`);

@@ -29,7 +29,8 @@ function paramsFor(
     tasks: workload === "pingpong" ? 9 + (seed % 8) : 40 + ((seed * 37) % 160),
     seed,
     // Diffusion and the neighbours partner run over every topology in turn.
-    topology: TOPOLOGIES[seed % TOPOLOGIES.length],
+    topology:
+      c.initiation === "diffusion" || c.partner === "neighbours" ? TOPOLOGIES[seed % TOPOLOGIES.length] : undefined,
     // Sender-initiated pushes only above highWater: low marks make it move work in small trees.
     highWater: c.initiation === "sender" ? 1 + (seed % 4) : undefined,
     lowWater: c.initiation === "receiver" || c.initiation === "lifeline" ? seed % 3 : undefined,

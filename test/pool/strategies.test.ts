@@ -9,6 +9,7 @@ import { INITIATIONS, PARTNERS, TERMINATIONS } from "../../lib/pool/config.ts";
 import { ENGINE_MESSAGES, ENGINE_TASK_MESSAGES, protocolFor } from "../../lib/pool/distributed/protocol.ts";
 import { PARTNER_POLICIES } from "../../lib/pool/partner/registry.ts";
 import { TERMINATION_DETECTORS } from "../../lib/pool/termination/registry.ts";
+import { resolvePoolConfig } from "../../lib/pool/options.ts";
 import { startWorkpool } from "../helpers/run.ts";
 
 test("the registries hold exactly the names config.ts lists, in the same order", (t) => {
@@ -62,4 +63,24 @@ test("workpool launch --help lists every strategy with its summary", async (t) =
       t.true(r.stdout.replace(/\s+/g, " ").includes(s.summary), `help gives the summary of ${name}`);
     }
   }
+});
+
+test("an option the configured strategies do not read is an error naming it, not ignored", (t) => {
+  const resolve = (options: Record<string, unknown>, spec?: string) =>
+    resolvePoolConfig({ mode: "distributed", ...options }, spec, 8);
+  t.throws(() => resolve({ initiation: "lifeline", partner: "ring" }), {
+    message:
+      "pool option `partner` applies to the receiver and sender initiations only; initiation lifeline picks its own partners",
+  });
+  t.throws(() => resolve({ initiation: "ripple" }, "distributed,partner=random"), { message: /option `partner`/ });
+  t.throws(() => resolve({ topology: "torus" }), {
+    message:
+      "pool option `topology` applies to partner neighbours and initiation diffusion only; this pool uses neither",
+  });
+  t.is(resolve({ initiation: "diffusion", topology: "torus" }).topology, "torus");
+  t.is(resolve({ partner: "neighbours", topology: "ring" }).topology, "ring");
+  t.is(resolve({ initiation: "lifeline" }).initiation, "lifeline");
+  t.throws(() => resolve({ initiation: "diffusion", topology: "mesh" }), {
+    message: "pool option `topology` must be one of hypercube, torus, ring; got `mesh`",
+  });
 });
