@@ -1,5 +1,5 @@
-import { seededRandom } from "../partner/random.ts";
-import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH } from "../strategy.ts";
+import { random } from "../partner/random.ts";
+import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
 import { lifelinesOf } from "../topology.ts";
 import { share } from "./receiver.ts";
 
@@ -46,7 +46,8 @@ export const lifeline: InitiationStrategy = {
 export class Lifeline implements Balancer {
   readonly low: number;
   private readonly buddies: readonly number[];
-  private readonly random: () => number;
+  /** Random victims: the `random` partner policy, seeded as it is (seed + rank). */
+  private readonly victims: Partner;
   private stealing = false;
   /** The steal in flight was sent with an empty queue. */
   private stealingDry = false;
@@ -68,7 +69,7 @@ export class Lifeline implements Balancer {
     const { rank, size, config } = host.rt;
     this.low = Math.max(1, config.lowWater);
     this.buddies = lifelinesOf(rank, size, LIFELINE_BASE);
-    this.random = seededRandom(config.seed + rank);
+    this.victims = random.create(rank, size, config.seed, config.topology);
     this.asked = new Uint8Array(size);
     this.waiting = new Uint8Array(size);
   }
@@ -90,7 +91,7 @@ export class Lifeline implements Balancer {
       this.stealing = true;
       this.stealingDry = load === 0;
       rt.count("stealsSent");
-      host.send(this.victim(), "steal", { l: load });
+      host.send(this.victims.next(), "steal", { l: load });
       return;
     }
     if (load > 0) return;
@@ -157,11 +158,5 @@ export class Lifeline implements Balancer {
       host.rt.count("dealsSent");
       host.sendMovable(thief, "deal", each);
     }
-  }
-
-  private victim(): number {
-    const { rank, size } = this.host.rt;
-    const r = Math.floor(this.random() * (size - 1));
-    return r >= rank ? r + 1 : r;
   }
 }
