@@ -1,10 +1,13 @@
 // Rank program for `npm run bench -- loops`. Rank 0 prints one JSON line per measurement.
-//   loops-ranks.ts sweep <iterationUs> <cpuSecondsTotal> [slowRank]
+//   loops-ranks.ts sweep <iterationUs> <seconds> [slowRank|emulate]
 //     One DOALL loop of iterations that each take about `iterationUs` (a calibrated spin, or for 1000 us and
 //     more a timed wait), run with the automatic grain and with every power-of-two grain (each twice,
 //     interleaved, the faster kept), then grain 1 and an mpi4py.futures-like master dealing one index per
 //     request, both on a prefix and projected to the whole loop. With `slowRank`, that rank pins itself to
-//     CPU 1 beside a busy loop pinned there too, and the others pin to CPU 0.
+//     CPU 1 beside a busy loop pinned there too, and the others pin to CPU 0. With `emulate`, iterations under
+//     1000 us are emulated instead of spun: each adds its time to a debt that the rank sleeps off
+//     (Atomics.wait, which blocks without using the CPU) once it reaches EMULATE_PAY_MS, so many ranks on
+//     few cores each run as if alone and only the loop's own overhead competes for the cores.
 import { spawn } from "node:child_process";
 import { connect } from "workpool";
 
@@ -12,13 +15,16 @@ const [what = "sweep", usArg = "1", secondsArg = "0.4", slowArg] = process.argv.
 const iterationUs = Number(usArg);
 const world = await connect();
 const timed = iterationUs >= 1000;
-const slowRank = slowArg === undefined ? -1 : Number(slowArg);
+const emulated = slowArg === "emulate" && !timed;
+const slowRank = slowArg === undefined || slowArg === "emulate" ? -1 : Number(slowArg);
 
 if (slowRank >= 0) {
   const cpu = world.rank === slowRank ? 1 : 0;
   spawn("taskset", ["-cp", String(cpu), String(process.pid)], { stdio: "ignore" });
   if (world.rank === slowRank) {
     const hog = spawn("taskset", ["-c", "1", process.execPath, "-e", "for(;;){}"], { stdio: "ignore" });
+    // The hog must not keep this rank alive once the loop is done: unreferenced, and killed as the rank exits.
+    hog.unref();
     process.on("exit", () => hog.kill("SIGKILL"));
   }
 }
@@ -30,7 +36,7 @@ function spin(steps: number, i: number): number {
   return x & 1;
 }
 let steps = 0;
-if (!timed) {
+if (!timed && !emulated) {
   let best = Number.POSITIVE_INFINITY;
   if (world.rank === 0) {
     for (let k = 0; k < 7; k++) {
@@ -43,15 +49,31 @@ if (!timed) {
   const perStep = await world.bcast(best, 0);
   steps = Math.max(1, Math.round(iterationUs / 1000 / perStep));
 }
+/** Emulated work: ms owed and not yet slept (below zero after a sleep that overshot: the next iterations are free). */
+let owed = 0;
+const EMULATE_PAY_MS = 0.2;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+function emulate(i: number): number {
+  owed += iterationUs / 1000;
+  if (owed >= EMULATE_PAY_MS) {
+    const t0 = performance.now();
+    Atomics.wait(sleeper, 0, 0, owed);
+    owed -= performance.now() - t0;
+  }
+  return i & 1;
+}
 const body = timed
   ? (i: number) => new Promise<number>((resolve) => setTimeout(() => resolve(i & 1), iterationUs / 1000))
-  : (i: number) => spin(steps, i);
+  : emulated
+    ? emulate
+    : (i: number) => spin(steps, i);
 
 // Working ranks: the whole pool is distributed (every rank works).
 const P = world.size;
-const n = timed
-  ? Math.max(P, Math.round((P * Number(secondsArg) * 1e6) / iterationUs))
-  : Math.max(P, Math.round((Math.min(P, 2) * Number(secondsArg) * 1e6) / iterationUs));
+const n =
+  timed || emulated
+    ? Math.max(P, Math.round((P * Number(secondsArg) * 1e6) / iterationUs))
+    : Math.max(P, Math.round((Math.min(P, 2) * Number(secondsArg) * 1e6) / iterationUs));
 const pool = world.pool<never>({ mode: "distributed" });
 let expected: number | undefined;
 
@@ -120,6 +142,7 @@ out({
   ranks: P,
   n,
   timed,
+  emulated,
   steps,
   autoMs: auto.ms,
   autoGrain: auto.grain,

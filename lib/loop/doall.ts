@@ -13,8 +13,9 @@
  * How a loop runs, on each working rank (every rank, but a centralized pool's coordinator unless it works):
  * 1. The rank puts its block of the index range as one task (pinned to it in a distributed pool).
  * 2. That task probes: it runs the block's first iterations, doubling their number, until they took PROBE_MS,
- *    and keeps the fastest round's time per iteration (seed §4.2.4 measures `t_iteration` at start-up on real
- *    iterations and takes the smallest of several). Those iterations are done, not thrown away.
+ *    and keeps the fastest time per iteration of the rounds that took a quarter of that or more (seed §4.2.4
+ *    measures `t_iteration` at start-up on real iterations and takes the smallest of several). Those
+ *    iterations are done, not thrown away.
  * 3. It cuts the rest of the block into ranges of the grain chosen from that time and from the per-range cost
  *    this pool measured in earlier loops, and puts them. The pool runs them and moves them between ranks.
  * 4. A range that runs SPLIT_AFTER times longer than planned (its iterations cost more than the probe's, or
@@ -45,10 +46,14 @@ type Piece = [lo: number, hi: number, plan: number];
 const BLOCK = 0;
 const FIXED = -1;
 
+/** A probe whose iterations are this many times PROBE_MS long may end after one round that counts. */
+const LONG_PROBE = 20;
 /** A range that has run this many times its planned time puts the rest of itself back, cut to plan. */
 const SPLIT_AFTER = 4;
 /** How many times a range reads the clock while it runs, to notice that it runs long. */
 const CHECKS = 4;
+/** A range that has run this long since the event loop last had a turn gives it one at its next check, ms. */
+const YIELD_MS = 1;
 /** Most gaps between ranges a rank keeps to measure the per-range cost from. */
 const MAX_GAPS = 1024;
 /** Ranges a loop must have run on a rank before their measured cost refines the pool's estimate. */
@@ -256,18 +261,29 @@ export async function forEach<R>(
     let count = 1;
     let spent = 0;
     let perIteration = Number.POSITIVE_INFINITY;
-    while (done < hi && spent < PROBE_MS && !stopped) {
+    let last = Number.POSITIVE_INFINITY;
+    let counted = 0;
+    // Until two rounds counted (one can have lost the core: 16 ranks starting on 2 cores), or, for iterations
+    // so long that one round is plenty, PROBE_MS x LONG_PROBE in all.
+    while (done < hi && (spent < PROBE_MS || (counted < 2 && spent < PROBE_MS * LONG_PROBE)) && !stopped) {
       const upTo = Math.min(hi, done + count);
       const t0 = done === lo ? started() : performance.now();
       const pending = span(done, upTo, acc, c);
       if (pending) await pending;
       const dt = performance.now() - t0;
       spent += dt;
-      // The fastest round: the first ones run before the body is compiled (seed §4.2.4 also takes the smallest).
-      perIteration = Math.min(perIteration, dt / (upTo - done));
+      last = dt / (upTo - done);
+      // The fastest long round: the first ones run before the body is compiled (seed §4.2.4 also takes the
+      // smallest), and a short one can miss a cost that comes in bursts (an allocation's collection, a cache
+      // refill, a body that does real work every k-th index), so rounds under PROBE_MS / 4 do not count.
+      if (dt >= PROBE_MS / 4) {
+        perIteration = Math.min(perIteration, last);
+        counted++;
+      }
       done = upTo;
       count *= 2;
     }
+    if (!Number.isFinite(perIteration)) perIteration = last;
     record(done - lo, spent);
     if (done < hi && !stopped) {
       const g = doallGrain({ iterations: hi - done, iterationMs: perIteration, rangeCostMs, overhead: spec.overhead });
@@ -277,32 +293,45 @@ export async function forEach<R>(
     return acc.take();
   };
 
-  /** A range; one planned to take `plan` ms that has taken SPLIT_AFTER times that puts the rest of itself back. */
+  /**
+   * A range; one planned to take `plan` ms that has taken SPLIT_AFTER times that puts the rest of itself back.
+   * It runs in pieces (CHECKS or more, each about YIELD_MS at the measured rate), reading the clock between them, and between pieces gives the event loop a turn
+   * once YIELD_MS have passed since the last: a rank answers a steal request, or passes a token, only between
+   * tasks or while one waits, so without the turns a thief waits out the victim's whole range, and near the end
+   * of a loop it may ask several busy ranks in turn before it finds one with ranges to spare.
+   */
   const range = (piece: Piece, ctx: TaskContext<Piece>): unknown => {
     const [lo, hi, plan] = piece;
     const c = contextOf(ctx);
     const acc = new Accumulator(combine, op);
     const t0 = started();
-    if (plan === FIXED || hi - lo < 2) {
-      const pending = span(lo, hi, acc, c);
-      if (pending) return pending.then(() => finishRange(acc, hi - lo, t0));
-      return finishRange(acc, hi - lo, t0);
-    }
-    const stride = Math.ceil((hi - lo) / CHECKS);
-    const limit = SPLIT_AFTER * plan;
+    let turned = t0;
+    // Pieces of about YIELD_MS at the rate measured so far, and at least CHECKS of them.
+    let stride = Math.max(1, Math.ceil((hi - lo) / CHECKS));
+    if (filter.measured && filter.ms > 0) stride = Math.max(1, Math.min(stride, Math.round(YIELD_MS / filter.ms)));
+    const limit = plan === FIXED ? Number.POSITIVE_INFINITY : SPLIT_AFTER * plan;
+    const resume = (from: number) => {
+      turned = performance.now();
+      return go(from);
+    };
     const go = (from: number): unknown => {
       for (let i = from; i < hi;) {
         const j = Math.min(hi, i + stride);
         const pending = span(i, j, acc, c);
-        if (pending) return pending.then(() => go(j));
+        if (pending) return pending.then(() => resume(j));
         i = j;
         if (stopped) return finishRange(acc, i - lo, t0);
-        const elapsed = performance.now() - t0;
-        if (i < hi && elapsed > limit) {
-          const perIteration = elapsed / (i - lo);
+        if (i >= hi) break;
+        const now = performance.now();
+        if (now - t0 > limit) {
+          const perIteration = (now - t0) / (i - lo);
           stats.splits++;
           putRanges(ctx, i, hi, Math.max(1, Math.round(plan / perIteration)), plan);
           return finishRange(acc, i - lo, t0);
+        }
+        if (now - turned >= YIELD_MS) {
+          const at = i;
+          return new Promise<void>((resolve) => setImmediate(resolve)).then(() => resume(at));
         }
       }
       return finishRange(acc, hi - lo, t0);
