@@ -126,7 +126,9 @@ export const suite: Suite = {
 
     // DOACROSS: the LCS wavefront (apps/lcs) on 2 ranks against its sequential dynamic program, timed in the
     // same job after the parallel run; the block size chosen at run time beside fixed ones.
-    const lcs: string[][] = [["LCS 8000 x 8000, 2 ranks", "block", "parallel s", "sequential s", "speedup"]];
+    const lcs: string[][] = [
+      ["LCS 8000 x 8000, 2 ranks", "blocks", "last block", "parallel s", "sequential s", "speedup"],
+    ];
     for (const block of [undefined, 1, 16, 256]) {
       const extra = block === undefined ? [] : ["--block", String(block)];
       const lines = (await runJsonLines(
@@ -146,11 +148,12 @@ export const suite: Suite = {
           ...extra,
         ],
         { timeoutMs: 300_000 },
-      )) as { seconds: number; seqSeconds: number; speedup: number; block: number }[];
+      )) as { seconds: number; seqSeconds: number; speedup: number; block: number; blocks: number }[];
       const r = lines.at(-1);
       if (!r) throw new Error("no result line from apps/lcs");
       lcs.push([
         block === undefined ? "chosen at run time" : "fixed",
+        String(r.blocks),
         String(r.block),
         fmt(r.seconds),
         fmt(r.seqSeconds),

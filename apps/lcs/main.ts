@@ -108,7 +108,16 @@ const r = await world.doacross<number>(
 const seconds = (performance.now() - t0) / 1000;
 const length = world.size === 1 ? last : await world.bcast(last, Math.min(world.size, B.length) - 1);
 if (world.rank === 0) {
-  const result: Record<string, unknown> = { length, n: options.length, ranks: world.size, seconds, block: r.blockSize };
+  const result: Record<string, unknown> = {
+    length,
+    n: options.length,
+    ranks: world.size,
+    seconds,
+    block: r.blockSize,
+    blocks: r.blocks,
+    fixedUs: r.fixedMs * 1000,
+    rowUs: r.iterationMs * 1000,
+  };
   if (options.verify || options.speedup) {
     const s0 = performance.now();
     const expected = lcsSequential(A, B);

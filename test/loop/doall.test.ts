@@ -37,6 +37,7 @@ function check(t: import("ava").ExecutionContext, lines: string[], fixedGrain?: 
   }
   t.true(lines.includes(`reduce {"max":19999,"hist":[10000,10000]}`), lines.join("\n"));
   t.true(lines.includes(`stop {"stopped":true,"result":"found"}`), lines.join("\n"));
+  t.true(lines.includes("turns given"), lines.join("\n"));
   const errors: Record<string, RegExp> = {
     start: /^error start true parallelFor: `start` must be a safe integer; got 0\.5$/,
     end: /^error end true parallelFor: `end` must be a safe integer; got NaN$/,
