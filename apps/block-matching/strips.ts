@@ -1,7 +1,7 @@
 /**
- * The unit of parallel work: a strip of block rows of one frame pair. A task names the strip only (the rank
- * that runs it loads the frames, source.ts); its result travels packed, and rank 0 puts the strips of every
- * rank back together.
+ * The unit of parallel work: a strip of block rows of one frame pair. A task (or, with `--loop`, an index into
+ * `stripsOf`) names the strip only (the rank that runs it loads the frames, source.ts); its result travels
+ * packed, and rank 0 puts the strips of every rank back together.
  */
 import type { Frame } from "./frames.ts";
 import type { FrameVectors, MatchResult } from "./output.ts";
@@ -19,7 +19,10 @@ export interface StripResult extends Strip {
   readonly data: Int32Array;
 }
 
-/** The strips of `rows` block rows (the last may be shorter) of every frame pair, frame by frame, top down. */
+/**
+ * The strips of `rows` block rows (the last may be shorter) of every frame pair, frame by frame, top down: pair
+ * major, so a contiguous run of them (a loop's range) needs few frames.
+ */
 export function stripsOf(frames: number, down: number, rows: number): Strip[] {
   const out: Strip[] = [];
   for (let k = 1; k < frames; k++) {
@@ -45,6 +48,14 @@ export function matchStrip(
   const data = new Int32Array(3 * vectors.length);
   vectors.forEach((v, i) => data.set([v.dx, v.dy, v.sad], 3 * i));
   return { k, row, rows, data };
+}
+
+/** The sum of a strip's SADs (what a loop over strips reduces to the sequence's SAD total). */
+export function stripSad(result: StripResult): number {
+  const { data } = result;
+  let sad = 0;
+  for (let i = 2; i < data.length; i += 3) sad += data[i] as number;
+  return sad;
 }
 
 /**

@@ -160,7 +160,8 @@ export async function forEach<R>(
       `forEach: ${pool.name} holds ${pool.waiting} task(s) put and not run; run them first, or loop on another pool`,
     );
   }
-  const fixed = spec.grain;
+  // A grain of the loop's own, else the pool's `grain` option (`--pool ...,grain=64`), else WORKPOOL_LOOP_GRAIN.
+  const fixed = options?.grain === undefined && pool.config.grain > 0 ? pool.config.grain : spec.grain;
   const rangeCostMs = rangeCosts.get(pool) ?? DEFAULT_RANGE_COST_MS;
   const order = pool.config.order;
   const stats = { grain: 0, iterations: 0, ranges: 0, splits: 0, bodyMs: 0 };

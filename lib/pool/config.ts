@@ -74,6 +74,8 @@ export const DEFAULT_COORDINATOR = 0;
 /** Centralized: most tasks in one grant; 0 = chosen from measured rates. */
 export const DEFAULT_CHUNK = 0;
 export const DEFAULT_COORDINATOR_WORKS = false;
+/** Loops on the pool: iterations per range; 0 = chosen at run time from measured times (lib/loop/grain.ts). */
+export const DEFAULT_GRAIN = 0;
 /** Centralized: most tasks a worker keeps of those its handlers put (the rest go to the coordinator). */
 export const DEFAULT_KEEP = 65_536;
 /** Centralized: worker deaths survived per task (0: any rank's death ends the job, as in MPI). */

@@ -3,6 +3,7 @@ import {
   DEFAULT_CHUNK,
   DEFAULT_COORDINATOR,
   DEFAULT_COORDINATOR_WORKS,
+  DEFAULT_GRAIN,
   DEFAULT_HIGH_WATER,
   DEFAULT_INITIATION,
   DEFAULT_KEEP,
@@ -99,6 +100,13 @@ export interface PoolOptions {
   readonly highWater?: number;
   /** Seed for random partner choice (each rank adds its rank). @default 1 */
   readonly seed?: number;
+  /**
+   * Loops on this pool (`forEach`, and `parallelFor` on the world's loop pool): iterations per range, fixed,
+   * for every loop that gives no `grain` of its own; `--pool distributed,grain=64` compares a fixed grain
+   * with the automatic one without touching the app. 0: chosen at run time from measured iteration times
+   * (docs/loops.md). @default 0
+   */
+  readonly grain?: number;
 }
 
 export type PoolConfig = Required<PoolOptions>;
@@ -119,6 +127,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   lowWater: "distributed",
   highWater: "distributed",
   seed: "both",
+  grain: "both",
 };
 
 const NUMERIC = new Set<keyof PoolOptions>([
@@ -129,6 +138,7 @@ const NUMERIC = new Set<keyof PoolOptions>([
   "lowWater",
   "highWater",
   "seed",
+  "grain",
 ]);
 
 function oneOf<T extends string>(key: string, value: unknown, allowed: readonly T[]): T {
@@ -223,6 +233,7 @@ export function resolvePoolConfig(
     lowWater: nonNegativeInt("lowWater", merged.lowWater ?? DEFAULT_LOW_WATER),
     highWater: nonNegativeInt("highWater", merged.highWater ?? DEFAULT_HIGH_WATER),
     seed: nonNegativeInt("seed", merged.seed ?? DEFAULT_SEED),
+    grain: nonNegativeInt("grain", merged.grain ?? DEFAULT_GRAIN),
   };
   if (config.speculate && config.retries === 0) {
     throw new ConfigError(

@@ -1,5 +1,7 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { inflateSync } from "node:zlib";
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import type { Frame } from "../../apps/block-matching/frames.ts";
 import { expectedVectors, generateSequence, parseSequenceSpec } from "../../apps/block-matching/generate.ts";
 import { formatMatchJson, matchSequence } from "../../apps/block-matching/output.ts";
@@ -15,6 +17,8 @@ import {
 import { renderSvg } from "../../apps/block-matching/svg.ts";
 import { InputError } from "../../apps/common/errors.ts";
 import { Random } from "../../apps/common/random.ts";
+import { limitedLauncher, rank0, type RunResult } from "../helpers/run.ts";
+import { tempDir } from "./temp.ts";
 
 function noise(width: number, height: number, seed: number, levels = 256): Frame {
   const rnd = new Random(seed);
@@ -259,4 +263,141 @@ test("SVG: embedded PNG frame and one arrow or dot per block", (t) => {
   t.is(arrows + dots, vectors.length);
   t.is(dots, vectors.filter((v) => v.dx === 0 && v.dy === 0).length);
   t.true(svg.trimEnd().endsWith("</svg>"));
+});
+
+// --- --loop: the strips as one parallelFor, real ranks through the launcher -----------------------------------
+
+const BLOCK_MATCHING = "apps/block-matching";
+/** At most 3 launches at once, so a 2-core machine is not swamped by the tests of this file. */
+const launch = limitedLauncher(3);
+
+/** 3 frame pairs of 12x9 blocks of 8x8: 27 strips of one block row. */
+const LOOP_SEQUENCE = "96x72:4";
+const LOOP_ARGS = ["--generate", LOOP_SEQUENCE, "--seed", "3", "--block", "8", "--range", "5"];
+const loopSequential = matchSequence(generateSequence(LOOP_SEQUENCE, 3).frames, 8, 5);
+const sadTotalOf = (frames: readonly { readonly vectors: readonly Vector[] }[]): number =>
+  frames.reduce((s, f) => s + f.vectors.reduce((a, v) => a + v.sad, 0), 0);
+
+function ok(t: ExecutionContext, r: RunResult): void {
+  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
+}
+
+/** The one JSON line rank 0 printed. */
+function jsonLine(t: ExecutionContext, r: RunResult): Record<string, unknown> {
+  const lines = rank0(r.stdout);
+  t.is(lines.length, 1, r.stdout);
+  return JSON.parse(lines[0] ?? "null") as Record<string, unknown>;
+}
+
+const sum = (xs: unknown): number => (xs as number[]).reduce((a, b) => a + b, 0);
+
+for (const n of [1, 2, 3]) {
+  test(`block matching --loop on ${n} rank${n > 1 ? "s" : ""}: --verify passes, --out equals the sequential search, the loop's SAD total is the vectors'`, async (t) => {
+    const out = join(tempDir(t), "vectors.json");
+    const args = [...LOOP_ARGS, "--loop", "--out", out, "--verify", "--json"];
+    const r = await launch(n, "distributed", BLOCK_MATCHING, args);
+    ok(t, r);
+    t.is(readFileSync(out, "utf8"), formatMatchJson(loopSequential));
+    t.true(
+      rank0(r.stderr).some((l) => l.startsWith("block-matching: verified: all 324 vectors equal the sequential")),
+      r.stderr,
+    );
+    const json = jsonLine(t, r);
+    t.deepEqual(Object.keys(json), ["frames", "blocks", "sadTotal", "seconds", "framesLoaded", "grain", "ranges"]);
+    t.like(json, { frames: 3, blocks: 324, sadTotal: sadTotalOf(loopSequential.frames) });
+    t.is((json.framesLoaded as number[]).length, n);
+    // Every rank works in a distributed pool: each starts on a block of the 27 strips and runs ranges of it.
+    t.is((json.grain as number[]).length, n);
+    for (const g of json.grain as number[]) t.true(g >= 1, `${json.grain}`);
+    for (const k of json.ranges as number[]) t.true(k >= 1, `${json.ranges}`);
+  });
+}
+
+test("block matching --loop gives the task mode's vectors and SAD total (2 ranks, strips of 2 block rows)", async (t) => {
+  // 4 frame pairs of 10x9 blocks: strips of 2 rows, the last of each pair 1 row.
+  const dir = tempDir(t);
+  const args = ["--generate", "80x72:5", "--seed", "7", "--block", "8", "--range", "6", "--rows", "2", "--json"];
+  const [tasks, loop] = await Promise.all(
+    ["tasks", "loop"].map((mode) =>
+      launch(2, "distributed", BLOCK_MATCHING, [
+        ...args,
+        ...(mode === "loop" ? ["--loop"] : []),
+        "--out",
+        join(dir, `${mode}.json`),
+      ]),
+    ),
+  );
+  ok(t, tasks as RunResult);
+  ok(t, loop as RunResult);
+  const text = readFileSync(join(dir, "loop.json"), "utf8");
+  t.is(text, readFileSync(join(dir, "tasks.json"), "utf8"));
+  t.is(text, formatMatchJson(matchSequence(generateSequence("80x72:5", 7).frames, 8, 6)));
+  const a = jsonLine(t, tasks as RunResult);
+  const b = jsonLine(t, loop as RunResult);
+  t.like(b, { frames: 4, blocks: 360, sadTotal: a.sadTotal });
+  t.is(b.sadTotal, sadTotalOf(JSON.parse(text).frames));
+});
+
+test("block matching --loop --grain 4: every rank's grain is 4 and the ranges are its block cut in fours", async (t) => {
+  const r = await launch(2, "distributed", BLOCK_MATCHING, [
+    ...LOOP_ARGS,
+    "--loop",
+    "--grain",
+    "4",
+    "--verify",
+    "--json",
+  ]);
+  ok(t, r);
+  t.true(
+    rank0(r.stderr).some((l) => l.startsWith("block-matching: verified: all 324 vectors")),
+    r.stderr,
+  );
+  const json = jsonLine(t, r);
+  t.deepEqual(json.grain, [4, 4]);
+  // Blocks of 14 and 13 strips, ranges of 4 (no probe, and a fixed grain never splits): 4 + 4 ranges, wherever
+  // they ran.
+  t.is(sum(json.ranges), 8, `${json.ranges}`);
+});
+
+test("block matching --loop, centralized on 2 ranks, a 2-frame cache: the one worker loads each frame once, no more than the task mode", async (t) => {
+  // Deterministic: the coordinator runs nothing, so rank 1 runs the whole loop; it keeps the ranges it puts and
+  // runs them upward, pair by pair, and a cache of one pair then loads each of the 6 frames once. The task mode
+  // can do no better (every frame is needed); how often it reloads depends on how its tasks are dealt.
+  const args = ["--generate", "96x72:6", "--seed", "3", "--block", "8", "--range", "5", "--cache", "2", "--json"];
+  const [tasks, loop] = await Promise.all([
+    launch(2, "centralized", BLOCK_MATCHING, args),
+    launch(2, "centralized", BLOCK_MATCHING, [...args, "--loop"]),
+  ]);
+  ok(t, tasks);
+  ok(t, loop);
+  const a = jsonLine(t, tasks);
+  const b = jsonLine(t, loop);
+  t.is(b.sadTotal, a.sadTotal);
+  t.deepEqual(b.framesLoaded, [0, 6]);
+  t.is((a.framesLoaded as number[])[0], 0);
+  t.true(sum(b.framesLoaded) <= sum(a.framesLoaded), `loop ${b.framesLoaded}, tasks ${a.framesLoaded}`);
+});
+
+test("block matching --loop: the summary line names the loop's pool and grains; --grain and --no-keys refuse the other mode", async (t) => {
+  const runs = await Promise.all([
+    launch(1, undefined, BLOCK_MATCHING, [...LOOP_ARGS, "--loop", "--grain", "5", "--cache", "3"]),
+    launch(2, undefined, BLOCK_MATCHING, [...LOOP_ARGS, "--grain", "4"]),
+    launch(2, undefined, BLOCK_MATCHING, [...LOOP_ARGS, "--loop", "--no-keys"]),
+    launch(2, undefined, BLOCK_MATCHING, [...LOOP_ARGS, "--loop", "--grain", "0"]),
+  ]);
+  const [summary, grainAlone, noKeys, zero] = runs as [RunResult, RunResult, RunResult, RunResult];
+  ok(t, summary);
+  t.regex(
+    rank0(summary.stdout)[0] ?? "",
+    /^block-matching: 3 frame pairs of 96x72, 12x9 blocks of 8x8, range 5: 324 vectors, SAD total \d+ \(loop on centralized, 1 ranks, [\d.]+ s\); frames loaded per rank: 4 \(cache 3, grain per rank 5\)$/,
+  );
+  for (const [r, message] of [
+    [grainAlone, "block-matching: --grain applies to --loop only"],
+    [noKeys, "block-matching: --no-keys applies without --loop only (a loop puts no tasks to key)"],
+    [zero, 'block-matching: option --grain must be a whole number from 1 to 2147483647; got "0"'],
+  ] as const) {
+    t.is(r.code, 2, r.stderr);
+    t.is(r.stdout, "");
+    t.deepEqual(rank0(r.stderr), [message], r.stderr);
+  }
 });

@@ -74,6 +74,15 @@ test("a fixed grain from WORKPOOL_LOOP_GRAIN in the launcher's environment", asy
   check(t, rank0(r.stdout), 5);
 });
 
+test("a fixed grain from the pool spec (--pool distributed,grain=5); a bad one refused, naming the option", async (t) => {
+  const r = await run(["-n", "2", "--timeout", "90", "--pool", "distributed,grain=5", DOALL, "20000"]);
+  t.is(r.code, 0, r.stderr);
+  check(t, rank0(r.stdout), 5);
+  const bad = await run(["-n", "2", "--pool", "distributed,grain=-1", DOALL, "20000"]);
+  t.is(bad.code, 2);
+  t.regex(bad.stderr, /grain/);
+});
+
 test("a plain one-rank program, without the launcher", async (t) => {
   const r = await runAlone(DOALL, ["20000"]);
   t.is(r.code, 0, r.stderr);
