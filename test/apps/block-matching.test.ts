@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
-import test, { type ExecutionContext } from "ava";
+import test from "ava";
 import type { Frame } from "../../apps/block-matching/frames.ts";
 import { expectedVectors, generateSequence, parseSequenceSpec } from "../../apps/block-matching/generate.ts";
 import { formatMatchJson, matchSequence } from "../../apps/block-matching/output.ts";
@@ -17,7 +17,7 @@ import {
 import { renderSvg } from "../../apps/block-matching/svg.ts";
 import { InputError } from "../../apps/common/errors.ts";
 import { Random } from "../../apps/common/random.ts";
-import { limitedLauncher, rank0, type RunResult } from "../helpers/run.ts";
+import { jsonLine, limitedLauncher, ok, rank0, type RunResult } from "../helpers/run.ts";
 import { tempDir } from "./temp.ts";
 
 function noise(width: number, height: number, seed: number, levels = 256): Frame {
@@ -277,17 +277,6 @@ const LOOP_ARGS = ["--generate", LOOP_SEQUENCE, "--seed", "3", "--block", "8", "
 const loopSequential = matchSequence(generateSequence(LOOP_SEQUENCE, 3).frames, 8, 5);
 const sadTotalOf = (frames: readonly { readonly vectors: readonly Vector[] }[]): number =>
   frames.reduce((s, f) => s + f.vectors.reduce((a, v) => a + v.sad, 0), 0);
-
-function ok(t: ExecutionContext, r: RunResult): void {
-  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
-
-/** The one JSON line rank 0 printed. */
-function jsonLine(t: ExecutionContext, r: RunResult): Record<string, unknown> {
-  const lines = rank0(r.stdout);
-  t.is(lines.length, 1, r.stdout);
-  return JSON.parse(lines[0] ?? "null") as Record<string, unknown>;
-}
 
 const sum = (xs: unknown): number => (xs as number[]).reduce((a, b) => a + b, 0);
 

@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import test, { type ExecutionContext } from "ava";
+import test from "ava";
 import { type Frame, writePgm, writeYuv, yuvFrameBytes } from "../../apps/block-matching/frames.ts";
 import { firstMismatch, knownMotion } from "../../apps/block-matching/compare.ts";
 import { generateSequence } from "../../apps/block-matching/generate.ts";
@@ -16,7 +16,7 @@ import { dijkstra } from "../../apps/shortest-paths/dijkstra.ts";
 import { formatDimacs } from "../../apps/shortest-paths/dimacs.ts";
 import { generateArcs, generateGraph, parseGraphSpec } from "../../apps/shortest-paths/generate.ts";
 import { formatDistances, tally } from "../../apps/shortest-paths/summary.ts";
-import { limitedLauncher, linesOf, rank0, type RunResult } from "../helpers/run.ts";
+import { jsonLine, limitedLauncher, linesOf, ok, rank0, type RunResult } from "../helpers/run.ts";
 import { tempDir } from "./temp.ts";
 
 const SHORTEST_PATHS = "apps/shortest-paths";
@@ -30,17 +30,6 @@ const POOLS = [
 
 /** At most 3 launches at once, so a 2-core machine is not swamped by the tests of this file. */
 const launch = limitedLauncher(3);
-
-/** The one JSON line rank 0 printed. */
-function jsonLine(t: ExecutionContext, r: RunResult): Record<string, unknown> {
-  const lines = rank0(r.stdout);
-  t.is(lines.length, 1, r.stdout);
-  return JSON.parse(lines[0] ?? "null") as Record<string, unknown>;
-}
-
-function ok(t: ExecutionContext, r: RunResult): void {
-  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
 
 // --- block matching: the pieces the parallel app is made of, in this process ------------------------------------
 

@@ -4,7 +4,7 @@
  * 1-4 ranks, sequentially, with --verify, and with bad input. The trees are small (thousands of nodes).
  */
 import { createHash } from "node:crypto";
-import test, { type ExecutionContext } from "ava";
+import test from "ava";
 import { InputError } from "../../apps/common/errors.ts";
 import { countsMismatch } from "../../apps/uts/counts.ts";
 import { expandFlags, parseOptions, sampleTable } from "../../apps/uts/options.ts";
@@ -12,7 +12,7 @@ import { DEFAULT_PARAMS, formatParams, parseUtsArgs } from "../../apps/uts/param
 import { DEFAULT_TREE, SAMPLE_TREES, sampleTree, sampleWithParams } from "../../apps/uts/samples.ts";
 import { searchSequential } from "../../apps/uts/sequential.ts";
 import { Tree } from "../../apps/uts/tree.ts";
-import { limitedLauncher, rank0, type RunResult } from "../helpers/run.ts";
+import { jsonLine, limitedLauncher, ok, rank0 } from "../helpers/run.ts";
 
 const UTS = "apps/uts";
 
@@ -158,17 +158,6 @@ test("countsMismatch names the first field that differs and skips unknown ones",
 /** At most 2 launches at once, so a 2-core machine is not swamped by this file. */
 const limited = limitedLauncher(2);
 const launch = (n: number, pool: string | undefined, args: readonly string[]) => limited(n, pool, UTS, args);
-
-function ok(t: ExecutionContext, r: RunResult): void {
-  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
-
-/** The one JSON line rank 0 printed. */
-function jsonLine(t: ExecutionContext, r: RunResult): Record<string, unknown> {
-  const lines = rank0(r.stdout);
-  t.is(lines.length, 1, r.stdout);
-  return JSON.parse(lines[0] ?? "null") as Record<string, unknown>;
-}
 
 const RUNS: readonly [pool: string, ranks: number, tree: keyof typeof SMALL][] = [
   ["centralized", 1, "T1XXS"],

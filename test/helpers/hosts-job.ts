@@ -6,12 +6,9 @@ import { parseResult } from "../fixtures/hosts-job-check.ts";
 import { expectedTotal } from "../fixtures/hosts-values.ts";
 import type { Sshd, TestHosts } from "./hosts.ts";
 import { until } from "./pids.ts";
-import type { RunResult, Running } from "./run.ts";
+import { ok, type Running } from "./run.ts";
 
-/** Checks that `r` exited with status 0, showing its output if not. */
-export function ok(t: ExecutionContext, r: RunResult): void {
-  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
-}
+export { ok };
 
 /**
  * Lets a waiting job of hosts-job.ts go on (creates its `go` file), then checks that it ended well: status 0,

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { ExecutionContext } from "ava";
 
 /** The repository root; every command runs there, so fixture paths may be given relative to it. */
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -195,4 +196,16 @@ export function rank0(text: string): string[] {
   return linesOf(text)
     .filter((l) => l.startsWith("[0] "))
     .map((l) => l.slice(4));
+}
+
+/** Checks that `r` exited with status 0, showing its output if not. */
+export function ok(t: ExecutionContext, r: RunResult): void {
+  t.is(r.code, 0, `stdout:\n${r.stdout}\nstderr:\n${r.stderr}`);
+}
+
+/** The one JSON line rank 0 printed (checked to be the only line it printed). */
+export function jsonLine(t: ExecutionContext, r: RunResult): Record<string, unknown> {
+  const lines = rank0(r.stdout);
+  t.is(lines.length, 1, r.stdout);
+  return JSON.parse(lines[0] ?? "null") as Record<string, unknown>;
 }
