@@ -8,7 +8,13 @@
  *   apps/lcs [--length N] [--seed S] [--block B] [--verify] [--speedup] [--json]
  */
 import { connect } from "workpool";
+import { agreeOnInput } from "../common/agree.ts";
+import { intOption, parseArgs } from "../common/args.ts";
 import { Random } from "../common/random.ts";
+
+const APP = "lcs";
+/** Longest string `--length` accepts: the sequential check is quadratic (1e6 letters: about 10^12 cells). */
+const MAX_LENGTH = 1_000_000;
 
 interface Options {
   length: number;
@@ -19,24 +25,25 @@ interface Options {
   json: boolean;
 }
 
+/** The command line; bad input is an InputError naming the option and the value. */
 function parse(argv: readonly string[]): Options {
-  const o: Options = { length: 8000, seed: 1, block: undefined, verify: false, speedup: false, json: false };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i] as string;
-    const value = (): number => {
-      const v = Number(argv[++i]);
-      if (!Number.isSafeInteger(v) || v <= 0) throw new Error(`lcs: ${a} must be a positive integer; got ${argv[i]}`);
-      return v;
-    };
-    if (a === "--length") o.length = value();
-    else if (a === "--seed") o.seed = value();
-    else if (a === "--block") o.block = value();
-    else if (a === "--verify") o.verify = true;
-    else if (a === "--speedup") o.speedup = true;
-    else if (a === "--json") o.json = true;
-    else throw new Error(`lcs: unknown option ${a}`);
-  }
-  return o;
+  const a = parseArgs(APP, argv, {
+    length: "value",
+    seed: "value",
+    block: "value",
+    verify: "switch",
+    speedup: "switch",
+    json: "switch",
+  } as const);
+  const length = intOption(APP, "length", a.length, 8000, 1, MAX_LENGTH);
+  return {
+    length,
+    seed: intOption(APP, "seed", a.seed, 1, 0, 2 ** 32 - 1),
+    block: a.block === undefined ? undefined : intOption(APP, "block", a.block, 1, 1, length),
+    verify: a.verify === true,
+    speedup: a.speedup === true,
+    json: a.json === true,
+  };
 }
 
 /** A string of `n` letters from a 4-letter alphabet, as codes. */
@@ -60,8 +67,9 @@ export function lcsSequential(a: Uint8Array, b: Uint8Array): number {
   return prev[b.length] as number;
 }
 
-const options = parse(process.argv.slice(2));
 const world = await connect();
+// Every rank parses; bad input is one line on rank 0 and status 2 everywhere.
+const options = await agreeOnInput(APP, world, () => parse(process.argv.slice(2)));
 const random = new Random(options.seed);
 const A = generate(options.length, random);
 const B = generate(options.length, random);

@@ -26,6 +26,21 @@ for (const [n, args] of [
   });
 }
 
+for (const [args, line] of [
+  [["--length", "0"], /^lcs: option --length must be a whole number from 1 to 1000000; got "0"$/],
+  [["--length", "50", "--block", "51"], /^lcs: option --block must be a whole number from 1 to 50; got "51"$/],
+  [["--frobnicate"], /^lcs: unknown option --frobnicate \(known: /],
+] as const) {
+  test(`LCS: ${args.join(" ")} is one line on rank 0 and status 2`, async (t) => {
+    const r = await run(["-n", "2", "--timeout", "60", LCS, ...args]);
+    t.is(r.code, 2, r.stderr);
+    t.is(r.stdout, "");
+    const lines = rank0(r.stderr);
+    t.is(lines.length, 1, r.stderr);
+    t.regex(lines[0] ?? "", line);
+  });
+}
+
 test("doacross rejects bad arguments, naming them", async (t) => {
   const { connect, InvalidArgumentError } = await import("../../lib/index.ts");
   const world = await connect();
