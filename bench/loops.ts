@@ -7,12 +7,18 @@
  * 0.2 ms are owed, so the 16 ranks measure scheduling, not the sharing of this machine's 2 cores (only the
  * loop's own overhead competes for them). 10 ms iterations are timed waits everywhere. Then one of two ranks
  * slowed by a busy loop pinned to its core. Target: the automatic grain within 1.10x of the best fixed grain
- * everywhere.
+ * everywhere. Then short loops of a 3 ns body (8 and 80 ms of work) through `world.parallelFor` on 2 ranks
+ * against the plain loop (target: faster than it), and the DOACROSS wavefront against its sequential program.
  */
 import { BenchUsageError, fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/loops-ranks.ts", import.meta.url).pathname;
+const PLAIN = new URL("./programs/loops-plain.ts", import.meta.url).pathname;
 const APP_LCS = new URL("../apps/lcs", import.meta.url).pathname;
+/** Short loops against the plain loop: iterations of one Math.sqrt (about 3 ns), 8 ms and 80 ms of work. */
+const PLAIN_N = [3_000_000, 30_000_000] as const;
+/** ... where 2 ranks must beat the plain loop. */
+const PLAIN_TARGET = 1;
 const ITERATION_US = [0.1, 1, 10, 100, 10_000] as const;
 const RANKS = [2, 16] as const;
 const TARGET = 1.1;
@@ -123,6 +129,33 @@ export const suite: Suite = {
     const slowed = await sweep(2, 10, seconds, 1);
     row(slowed, "10 us, rank 1 slowed");
     process.stdout.write(`\n${formatTable(rows)}\n\n`);
+
+    // Short loops of a cheap body, parallelFor as an app calls it (the launcher's default pool) against the
+    // plain loop it replaces, on rank 0 of the same job: what a loop costs per iteration and per loop.
+    const plainRows: string[][] = [
+      ["Math.sqrt(i) summed, 2 ranks", "n", "parallelFor ms", "plain loop ms", "speedup", "first ms", "target", ""],
+    ];
+    for (const n of PLAIN_N) {
+      const lines = (await runJsonLines(
+        process.execPath,
+        [WORKPOOL_BIN, "launch", "-n", "2", "--no-prefix", "--quiet", PLAIN, String(n), "10"],
+        { timeoutMs: 300_000 },
+      )) as { parallelMs: number; plainMs: number; firstMs: number }[];
+      const r = lines.at(-1);
+      if (!r) throw new Error(`no result line from loops-plain.ts ${n}`);
+      const speedup = r.plainMs / r.parallelMs;
+      plainRows.push([
+        "parallelFor, best of 10",
+        fmt(n),
+        fmt(r.parallelMs),
+        fmt(r.plainMs),
+        `${speedup.toFixed(2)}x`,
+        fmt(r.firstMs),
+        `> ${PLAIN_TARGET}`,
+        score.verdict(speedup > PLAIN_TARGET),
+      ]);
+    }
+    process.stdout.write(`${formatTable(plainRows)}\n\n`);
 
     // DOACROSS: the LCS wavefront (apps/lcs) on 2 ranks against its sequential dynamic program, timed in the
     // same job after the parallel run; the block size chosen at run time beside fixed ones.

@@ -128,10 +128,18 @@ for (const [ranks, pool] of [
   });
 }
 
-test("app: the default centralized pool's coordinator runs no rows on 2 ranks; the checksum is the same", async (t) => {
-  const json = checkedJson(t, await launch(2, undefined, [...SMALL, "--json"]));
-  t.like(json, { mode: "centralized", ranks: 2 });
-  t.deepEqual(json.rows, [0, 120]);
+test("app: on the default centralized pool the coordinator runs rows too; told not to work, it runs none", async (t) => {
+  const [works, idle] = await Promise.all([
+    launch(2, undefined, [...SMALL, "--json"]),
+    launch(2, "centralized,coordinatorWorks=false", [...SMALL, "--json"]),
+  ]);
+  const a = checkedJson(t, works);
+  const b = checkedJson(t, idle as RunResult);
+  t.like(a, { mode: "centralized", ranks: 2 });
+  // Each rank starts on its own block at once, before any request can move it, so both run rows.
+  for (const rows of a.rows as number[]) t.true(rows > 0, JSON.stringify(a));
+  t.deepEqual(b.rows, [0, 120]);
+  t.is(b.checksum, a.checksum);
 });
 
 test("app: --grain 7 on 2 ranks: every grain is 7, the blocks are cut in sevens, and it verifies", async (t) => {

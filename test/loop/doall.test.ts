@@ -8,7 +8,7 @@ import test from "ava";
 import { fixture, rank0, run, runAlone } from "../helpers/run.ts";
 
 const DOALL = fixture("loop-doall.ts");
-const LOOPS = ["auto", "offset", "fixed", "async", "empty", "tiny"];
+const LOOPS = ["auto", "offset", "fixed", "async", "empty", "tiny", "int32", "huge"];
 
 interface LoopLine {
   exact: boolean;
@@ -54,15 +54,30 @@ function check(t: import("ava").ExecutionContext, lines: string[], fixedGrain?: 
 }
 
 for (const [n, pool] of [
-  [3, "centralized"],
+  [3, undefined],
   [3, "distributed"],
   [2, "centralized,coordinatorWorks=true"],
   [3, "centralized,keep=0"],
+  [3, "centralized,coordinatorWorks=false"],
 ] as const) {
-  test(`every index once, results exact: -n ${n} --pool ${pool}`, async (t) => {
-    const r = await run(["-n", String(n), "--timeout", "90", "--pool", pool, DOALL, "20000"]);
+  test(`every index once, results exact: -n ${n} --pool ${pool ?? "(default)"}`, async (t) => {
+    const r = await run(["-n", String(n), "--timeout", "90", ...(pool ? ["--pool", pool] : []), DOALL, "20000"]);
     t.is(r.code, 0, r.stderr);
-    check(t, rank0(r.stdout));
+    const lines = rank0(r.stdout);
+    check(t, lines);
+    // parallelFor's pool: a centralized coordinator works too, unless the spec says it does not.
+    const ran = JSON.parse(lines.find((l) => l.startsWith("ran "))?.slice(4) ?? "null") as number[] | null;
+    t.is(ran?.length, n, lines.join("\n"));
+    t.is(
+      ran?.reduce((a, b) => a + b, 0),
+      100 * n,
+    );
+    const idle = pool?.includes("coordinatorWorks=false") ? [0] : [];
+    t.deepEqual(
+      ran?.flatMap((k, rank) => (k === 0 ? [rank] : [])),
+      idle,
+      `iterations per rank ${JSON.stringify(ran)}`,
+    );
   });
 }
 
