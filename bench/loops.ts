@@ -43,6 +43,11 @@ interface Sweep {
 /** Ranks from which iterations under 1000 us are emulated (slept off) rather than spun. */
 const EMULATE_FROM = 16;
 
+/** Microseconds to two significant digits, without an exponent. */
+function usSeen(us: number): string {
+  return us >= 10 ? fmt(Math.round(us)) : us.toPrecision(2);
+}
+
 async function sweep(ranks: number, iterationUs: number, seconds: number, slowRank?: number): Promise<Sweep> {
   const args = ["launch", "-n", String(ranks), "--no-prefix", "--quiet", "--timeout", "900"];
   const extra = slowRank !== undefined ? [String(slowRank)] : ranks >= EMULATE_FROM ? ["emulate"] : [];
@@ -82,14 +87,16 @@ export const suite: Suite = {
     process.stdout.write(
       `Iterations up to 100 us: on 2 ranks a calibrated spin; on 16 ranks EMULATED (each rank sleeps its\n` +
         `iterations' time off in Atomics.wait every 0.2 ms owed, so 16 ranks do not share 2 cores' work). 10000 us:\n` +
-        `timed waits. ms: the slowest rank's loop time, the faster of two runs. grain 1 and mpi4py-like: projected\n` +
-        `from a prefix. Distributed pool; every rank works.\n`,
+        `timed waits. us seen: the best fixed grain's time x ranks / n, what an iteration really took with the\n` +
+        `loop's overhead. ms: the slowest rank's loop time, the faster of two runs. grain 1 and mpi4py-like:\n` +
+        `projected from a prefix. Distributed pool; every rank works.\n`,
     );
     const rows: string[][] = [
       [
         "iteration",
         "ranks",
         "n",
+        "us seen",
         "auto ms",
         "auto grain",
         "best fixed ms",
@@ -108,6 +115,8 @@ export const suite: Suite = {
         label,
         String(r.ranks),
         fmt(r.n),
+        // What an iteration really took: the best fixed grain's time on every rank, per iteration.
+        usSeen((r.bestFixedMs * r.ranks * 1000) / r.n),
         fmt(r.autoMs),
         String(r.autoGrain),
         fmt(r.bestFixedMs),

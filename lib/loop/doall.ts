@@ -19,8 +19,8 @@
  * 3. It cuts the rest of the block into ranges of the grain chosen from that time and from the per-range cost
  *    this pool measured in earlier loops, and puts them. The pool runs them and moves them between ranks.
  * 4. A range that runs SPLIT_AFTER times longer than planned (its iterations cost more than the probe's, or
- *    its rank was slowed) puts the rest of itself back, cut to the plan at the time now measured, so the rest
- *    can still move. A fixed grain never splits.
+ *    its rank was slowed) puts the rest of itself back, cut to the plan at the time now measured (into at most
+ *    SPLIT_PIECES ranges), so the rest can still move. A fixed grain never splits.
  * Every index is in exactly one block, probe or range, and the pool runs every task exactly once.
  */
 import { type ReduceFn, resolveOp } from "../comm/ops.ts";
@@ -51,6 +51,8 @@ const FIXED = -1;
 const LONG_PROBE = 20;
 /** A range that has run this many times its planned time puts the rest of itself back, cut to plan. */
 const SPLIT_AFTER = 4;
+/** Most ranges the rest of a range that ran long is cut into. */
+const SPLIT_PIECES = 4;
 /** How many times a range reads the clock while it runs, to notice that it runs long. */
 const CHECKS = 4;
 /** A range that has run this long since the event loop last had a turn gives it one at its next check, ms. */
@@ -337,7 +339,10 @@ export async function forEach<R>(
         if (now - t0 > limit) {
           const perIteration = (now - t0) / (i - lo);
           stats.splits++;
-          putRanges(ctx, i, hi, Math.max(1, Math.round(plan / perIteration)), plan);
+          // One reading cannot shatter the rest: a rank that lost its core for a few ms (more ranks than
+          // cores) reads a rate many times too slow, and cut to it the rest of a range became hundreds.
+          const grain = Math.max(Math.round(plan / perIteration), Math.ceil((hi - i) / SPLIT_PIECES));
+          putRanges(ctx, i, hi, grain, plan);
           return finishRange(acc, i - lo, t0);
         }
         if (now - turned >= YIELD_MS) {
