@@ -26,7 +26,11 @@ export type {
   TerminationDetector,
   Topology,
 } from "./pool/options.ts";
+// The loops add `world.doacross` and `world.parallelFor` to World: imported for that, so that their
+// declarations reach a consumer's type check through index.d.ts (pool.ts's import of doall.ts is a value
+// import, which declarations drop).
 import "./loop/doacross.ts";
+import "./loop/doall.ts";
 export type { DoacrossBody, DoacrossOptions, DoacrossResult } from "./loop/doacross.ts";
 export type { LoopBody, LoopContext, LoopOptions, LoopResult, LoopStats } from "./loop/options.ts";
 export type { BoundSense } from "./pool/bound.ts";

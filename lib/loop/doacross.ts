@@ -59,6 +59,8 @@ export interface DoacrossResult {
 const TAG_PING = 1;
 const TAG_PONG = 2;
 const TAG_ROWS = 3;
+/** To the previous rank: this rank is done timing round trips to it, so it may leave the loop. */
+const TAG_MEASURED = 4;
 const PINGS = 5;
 const BIG_PINGS = 3;
 const BIG_BYTES = 65_536;
@@ -69,6 +71,8 @@ interface Inbox {
   have: number;
   waiter: (() => void) | undefined;
   pongs: (() => void)[];
+  /** The next rank is done pinging this one. */
+  measured: boolean;
 }
 
 interface Channel {
@@ -83,7 +87,7 @@ const channels = new WeakMap<World, Channel>();
 function inboxOf(ch: Channel, seq: number): Inbox {
   let box = ch.inboxes.get(seq);
   if (!box) {
-    box = { entries: [], have: 0, waiter: undefined, pongs: [] };
+    box = { entries: [], have: 0, waiter: undefined, pongs: [], measured: false };
     ch.inboxes.set(seq, box);
   }
   return box;
@@ -102,11 +106,14 @@ function channelOf(world: World): Channel {
     }
     const box = inboxOf(made, m.s);
     if (tag === TAG_PONG) box.pongs.shift()?.();
-    else if (tag === TAG_ROWS) {
-      const from = m.r as number;
-      const e = m.e as unknown[];
-      for (let k = 0; k < e.length; k++) box.entries[from + k] = e[k];
-      while (box.entries.length > box.have && box.entries[box.have] !== undefined) box.have++;
+    else if (tag === TAG_ROWS || tag === TAG_MEASURED) {
+      if (tag === TAG_MEASURED) box.measured = true;
+      else {
+        const from = m.r as number;
+        const e = m.e as unknown[];
+        for (let k = 0; k < e.length; k++) box.entries[from + k] = e[k];
+        while (box.entries.length > box.have && box.entries[box.have] !== undefined) box.have++;
+      }
       const w = box.waiter;
       box.waiter = undefined;
       w?.();
@@ -202,6 +209,9 @@ World.prototype.doacross = async function doacross<B>(
     for (let k = 0; k < BIG_PINGS; k++) bigMs = Math.min(bigMs, await trip(big));
     perByteMs = Math.max(0, bigMs - fixedMs) / BIG_BYTES;
   }
+  // The previous rank answers this one's pings from its listener, which its world's close() shuts: it must not
+  // leave the loop (and close) before they are done, so this rank says when they are, or that there were none.
+  if (p > 0 && p < P) send(p - 1, TAG_MEASURED, { s: seq });
 
   const filter = new TimeFilter();
   let bytesPerRow = 0;
@@ -244,6 +254,12 @@ World.prototype.doacross = async function doacross<B>(
         }
         blocks++;
         r = r1;
+      }
+      if (p < P - 1) {
+        await until(
+          () => box.measured,
+          (wake) => (box.waiter = wake),
+        );
       }
     }
   } finally {

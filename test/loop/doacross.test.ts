@@ -4,7 +4,7 @@
  */
 import test from "ava";
 import { join } from "node:path";
-import { ROOT, rank0, run } from "../helpers/run.ts";
+import { fixture, linesOf, ROOT, rank0, run } from "../helpers/run.ts";
 
 const LCS = join(ROOT, "apps", "lcs");
 
@@ -38,6 +38,16 @@ for (const [args, line] of [
     const lines = rank0(r.stderr);
     t.is(lines.length, 1, r.stderr);
     t.regex(lines[0] ?? "", line);
+  });
+}
+
+for (const n of [2, 3, 5]) {
+  test(`a small DOACROSS loop then close() on ${n} ranks: no rank leaves while the next still times round trips to it`, async (t) => {
+    // A rank answers its successor's pings from its listener, which close() shuts; before the fix the first
+    // rank, done with its 4 rows at once, closed under its successor's pings and the others hung.
+    const r = await run(["-n", String(n), "--timeout", "60", fixture("doacross-close.ts"), "4", "8"]);
+    t.is(r.code, 0, r.stderr);
+    t.is(linesOf(r.stdout).filter((l) => /^\[\d+\] done \d+$/.test(l)).length, n, r.stdout);
   });
 }
 

@@ -42,6 +42,8 @@ function exec(command: string, args: readonly string[], cwd: string): Promise<Re
   });
 }
 
+/** The consumer app's loops line: the sum of squares below 100, the stop's value, [45, 10], a block size. */
+const LOOPS = "loops 328350 found [45,10] true";
 const show = (r: Result) => `exit ${r.code}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`;
 const TSC = join(ROOT, "node_modules", "typescript", "bin", "tsc");
 
@@ -176,12 +178,13 @@ serial(`a JavaScript app runs from dist/ with no tsx installed${suffix}`, async 
 serial(`a TypeScript app runs with npx tsx and npx workpool launch${suffix}`, async (t) => {
   const alone = await exec("npx", ["--offline", "tsx", "app.ts"], app);
   t.is(alone.code, 0, show(alone));
-  t.deepEqual(linesOf(alone.stdout), ["total 0", "deepest 4 stopped false"]);
+  t.deepEqual(linesOf(alone.stdout), ["total 0", "deepest 4 stopped false", LOOPS]);
   const ran = await exec("npx", ["--offline", "workpool", "launch", "-n", "3", "--no-prefix", "app.ts"], app);
   t.is(ran.code, 0, show(ran));
   const lines = linesOf(ran.stdout);
   t.is(lines.filter((l) => l === "total 3").length, 3, show(ran));
   t.is(lines.filter((l) => l === "deepest 4 stopped false").length, 3, show(ran));
+  t.is(lines.filter((l) => l === LOOPS).length, 3, show(ran));
 });
 
 serial(`a folder install (a link) runs npx workpool${suffix}`, async (t) => {
