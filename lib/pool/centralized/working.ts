@@ -41,7 +41,7 @@ export const RESILIENT: CentralizedPair = {
  * CentralWorker on one rank. They speak the same protocol as across ranks, but their messages to each other
  * stay in the process (a microtask each way, never encoded, not counted as pool messages), so the worker asks,
  * is dealt to, reports and is told the pool is done exactly as a remote one, and termination needs no special
- * case. Tasks the local handlers put stay with the local worker, as on any worker.
+ * case. Tasks this rank puts, before the run or from its handlers, stay with the local worker, as on any worker.
  *
  * The coordinator answers remote workers between this rank's tasks (the worker yields to the event loop after
  * each slice of SLICE_MS, executor.ts), so a remote worker may wait up to one local task for a grant; its
@@ -64,9 +64,14 @@ export class WorkingCoordinator<T> implements Engine<T> {
     const me = rt.rank;
     this.keep = rt.config.keep;
     this.putsThroughWorker = pair.putsThroughWorker;
+    // What the app on this rank put before the run is this rank's worker's, as on any worker (`keep`): it starts
+    // on it at once, and the coordinator deals it to others only when they run dry and it is asked to release
+    // some. (Put straight into the queue, it went to whichever worker asked first: a loop's block for this rank
+    // could start on another, and this rank sit idle until that one had work to give back.)
+    const kept = this.keep > 0 || this.putsThroughWorker;
     this.coordinator = pair.coordinator<T>(
       new Loopback(rt, (tag, body) => this.worker.onMessage(me, tag, body)),
-      initial,
+      kept ? [] : initial,
     );
     // The worker's values are its own until it sends them, like a remote worker's: the coordinator merges every
     // worker's into the run's, which the worker must not take back as its own (a copy that lost would drop them).
@@ -74,7 +79,7 @@ export class WorkingCoordinator<T> implements Engine<T> {
       new Loopback(rt, (tag, body) => this.coordinator.onMessage(me, tag, body), rt.results.fork()),
       handler,
       ctx,
-      [],
+      kept ? initial : [],
     );
     this.done = Promise.all([this.coordinator.done, this.worker.done]).then(() => undefined);
   }
