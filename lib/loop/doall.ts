@@ -11,7 +11,8 @@
  * holds (grain.ts `doallGrain`, docs/loops.md).
  *
  * How a loop runs, on each working rank (every rank, but a centralized pool's coordinator unless it works):
- * 1. The rank puts its block of the index range as one task (pinned to it in a distributed pool).
+ * 1. The rank puts its block of the index range as one task (pinned to it in a distributed pool, kept by its
+ *    own worker in a centralized one).
  * 2. That task probes: it runs the block's first iterations, doubling their number, until they took PROBE_MS,
  *    and keeps the fastest time per iteration of the rounds that took a quarter of that or more (seed §4.2.4
  *    measures `t_iteration` at start-up on real iterations and takes the smallest of several). Those
