@@ -5,12 +5,17 @@
 // and the TypeScript app runs through `npx tsx` and `npx workpool launch`. A folder install (npm links it) runs
 // `npx workpool` too.
 //
-// Offline: the install uses npm's cache only. Where the cache lacks one of the packages the package needs (a
-// machine that never ran `npm ci`), the tests are skipped with the names in their titles; with CI=true that fails.
+// Offline: the install uses npm's cache only, as `npm ci` of an app whose lockfile pins the package's
+// dependencies as this checkout's package-lock.json does. A lockfile, and not `npm install TARBALL`, because npm
+// 11 resolves a registry dependency from its full metadata document, which `npm ci` does not fetch: a machine
+// whose cache only this checkout's `npm ci` filled has every tarball and none of those documents. Where the cache
+// lacks a tarball (a machine that never ran `npm ci`), the tests are skipped with the names in their titles; with
+// CI=true that fails.
 import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import test from "ava";
 import { fixture, linesOf, ROOT } from "../helpers/run.ts";
 
@@ -55,11 +60,40 @@ interface LockEntry {
   readonly cpu?: readonly string[];
 }
 
+interface Lockfile {
+  readonly lockfileVersion: number;
+  readonly packages: Record<string, LockEntry>;
+}
+
+const readLock = () => JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as Lockfile;
+
+/**
+ * An app's package-lock.json for `npm ci` with the packed tarball `file` as its one dependency: the tarball's
+ * entry (its integrity, dependencies and bin from its own package.json) and this checkout's entries of every
+ * run-time package at the same places, so the install needs nothing but their tarballs.
+ */
+function appLockfile(file: string, spec: string, manifest: Record<string, unknown>): Lockfile {
+  const lock = readLock();
+  const packages: Record<string, unknown> = {
+    "": { name: "app", dependencies: { workpool: spec } },
+    "node_modules/workpool": {
+      version: manifest.version,
+      resolved: spec,
+      integrity: `sha512-${createHash("sha512").update(readFileSync(file)).digest("base64")}`,
+      dependencies: manifest.dependencies,
+      bin: manifest.bin,
+      engines: manifest.engines,
+    },
+  };
+  for (const [path, entry] of Object.entries(lock.packages)) {
+    if (path !== "" && !entry.dev && !entry.link) packages[path] = entry;
+  }
+  return { ...lock, packages } as Lockfile;
+}
+
 /** The package's run-time dependencies on this platform, name to version, as package-lock.json pins them. */
 function runtimePackages(): Map<string, string> {
-  const lock = JSON.parse(readFileSync(join(ROOT, "package-lock.json"), "utf8")) as {
-    packages: Record<string, LockEntry>;
-  };
+  const lock = readLock();
   const found = new Map<string, string>();
   for (const [path, entry] of Object.entries(lock.packages)) {
     if (path === "" || entry.dev || entry.link || entry.version === undefined) continue;
@@ -70,15 +104,14 @@ function runtimePackages(): Map<string, string> {
   return found;
 }
 
-/** The run-time packages whose metadata or tarball npm's cache lacks. */
+/** The run-time packages whose tarball npm's cache lacks. */
 async function missingFromCache(packages: Map<string, string>): Promise<string[]> {
   const listed = await exec("npm", ["cache", "ls"], ROOT);
   const keys = linesOf(listed.stdout);
   return [...packages]
     .filter(([name, version]) => {
       const tarball = `/${name}/-/${name.slice(name.indexOf("/") + 1)}-${version}.tgz`;
-      const metadata = `/${name.replace("/", "%2f")}`;
-      return !keys.some((k) => k.endsWith(tarball)) || !keys.some((k) => k.endsWith(metadata));
+      return !keys.some((k) => k.endsWith(tarball));
     })
     .map(([name, version]) => `${name}@${version}`);
 }
@@ -130,11 +163,20 @@ serial(`the tarball installs offline into an app${suffix}`, async (t) => {
   t.timeout(300_000);
   t.truthy(tarball, "packed");
   mkdirSync(app);
-  // The versions package-lock.json pins, so that the install finds every package in npm's cache.
-  const overrides = Object.fromEntries(packages);
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module", overrides }));
-  const installed = await exec("npm", ["install", "--offline", "--no-audit", "--no-fund", tarball as string], app);
+  const file = tarball as string;
+  const spec = `file:../${basename(file)}`;
+  const listed = await exec("tar", ["-xOzf", file, "package/package.json"], work);
+  t.is(listed.code, 0, show(listed));
+  const manifest = JSON.parse(listed.stdout) as Record<string, unknown>;
+  const dependencies = { workpool: spec };
+  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module", dependencies }));
+  writeFileSync(join(app, "package-lock.json"), JSON.stringify(appLockfile(file, spec, manifest), null, 2));
+  const installed = await exec("npm", ["ci", "--offline", "--no-audit", "--no-fund"], app);
   t.is(installed.code, 0, show(installed));
+  t.is(
+    JSON.parse(readFileSync(join(app, "node_modules", "msgpackr", "package.json"), "utf8")).version,
+    packages.get("msgpackr"),
+  );
   // @types/node as a user's devDependency; the repository's own copy (npm's cache holds its tarball, not always
   // the metadata a fresh install asks for).
   mkdirSync(join(app, "node_modules", "@types"), { recursive: true });
