@@ -169,7 +169,10 @@ serial(`the tarball installs offline into an app${suffix}`, async (t) => {
   t.is(listed.code, 0, show(listed));
   const manifest = JSON.parse(listed.stdout) as Record<string, unknown>;
   const dependencies = { workpool: spec };
-  writeFileSync(join(app, "package.json"), JSON.stringify({ name: "app", private: true, type: "module", dependencies }));
+  writeFileSync(
+    join(app, "package.json"),
+    JSON.stringify({ name: "app", private: true, type: "module", dependencies }),
+  );
   writeFileSync(join(app, "package-lock.json"), JSON.stringify(appLockfile(file, spec, manifest), null, 2));
   const installed = await exec("npm", ["ci", "--offline", "--no-audit", "--no-fund"], app);
   t.is(installed.code, 0, show(installed));
