@@ -330,6 +330,8 @@ export async function forEach<R>(
     };
     const go = (from: number): unknown => {
       for (let i = from; i < hi;) {
+        // Stopped, or the loop is over (failed elsewhere) while this range waited for its turn.
+        if (stopped) return finishRange(acc, i - lo, t0);
         const j = Math.min(hi, i + stride);
         const pending = span(i, j, acc, c);
         if (pending) return pending.then(() => resume(j));
@@ -381,7 +383,14 @@ export async function forEach<R>(
     }
   }
   const runOptions = options?.signal ? { reduce: op, signal: options.signal } : { reduce: op };
-  const result = await pool.run(handler as TaskHandler<Piece, unknown>, runOptions as RunOptions<unknown>);
+  let result: RunResult<unknown>;
+  try {
+    result = await pool.run(handler as TaskHandler<Piece, unknown>, runOptions as RunOptions<unknown>);
+  } finally {
+    // A loop that failed (or was stopped) runs no more iterations: a range this rank was in the middle of ends
+    // at its next piece, instead of running the app's body after the app was told the loop is over.
+    stopped = true;
+  }
   if (fixed === undefined && gaps.length >= MIN_RANGES_MEASURED) {
     gaps.sort((a, b) => a - b);
     const measured = gaps[gaps.length >> 1] as number;

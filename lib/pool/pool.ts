@@ -182,7 +182,11 @@ export class Pool<T = unknown> {
     unrun.delete(this as Pool<unknown>);
     const ctx = {
       rank: this.world.rank,
-      put: (task: T, o?: PutOptions) => this.putFrom(task, o, true),
+      // A handler still running after its run ended (another rank failed it, or ctx.stop ended it) puts into
+      // nothing: its tasks belong to a run that is over, and must not become the next run's first tasks.
+      put: (task: T, o?: PutOptions) => {
+        if (this.runtime === rt) this.putFrom(task, o, true);
+      },
       stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
     };
     const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx, initial);

@@ -38,6 +38,8 @@ function check(t: import("ava").ExecutionContext, lines: string[], fixedGrain?: 
   t.true(lines.includes(`reduce {"max":19999,"hist":[10000,10000]}`), lines.join("\n"));
   t.true(lines.includes(`stop {"stopped":true,"result":"found"}`), lines.join("\n"));
   t.true(lines.includes("turns given"), lines.join("\n"));
+  // A loop whose body threw: a TaskError on every rank, no iteration after it, and the next loop exact.
+  t.true(lines.includes(`failed {"everyRank":true,"late":0,"next":100000}`), lines.join("\n"));
   const errors: Record<string, RegExp> = {
     start: /^error start true parallelFor: `start` must be a safe integer; got 0\.5$/,
     end: /^error end true parallelFor: `end` must be a safe integer; got NaN$/,

@@ -78,6 +78,14 @@ test("two phases and a second pool in one job", async (t) => {
   t.deepEqual(r.result, { first: 60, second: 30, third: 1 });
 });
 
+for (const pool of ["centralized", "centralized,coordinatorWorks=true", "distributed"]) {
+  test(`a ctx.put after its run ended goes nowhere: the next run does not start with it (${pool})`, async (t) => {
+    const r = await scenario(2, "late-put", [], pool);
+    t.is(r.code, 0, r.stderr);
+    t.deepEqual(r.result, { stopped: true, result: 1, ran: 0 });
+  });
+}
+
 test("bad pool options get clear errors naming the option and value", async (t) => {
   const r = await scenario(2, "bad-options");
   t.is(r.code, 0, r.stderr);
