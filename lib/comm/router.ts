@@ -22,7 +22,7 @@ export const CLOSE_CONTEXT = 2 ** 32 - 1;
 export type ContextListener = (source: number, tag: number, data: unknown) => void;
 
 /** Tags of close's exchange once a rank died (see Router#closeAmongLive): far above its collectives' sequence. */
-const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1 } as const;
+const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1, leaving: 2 ** 31 + 2 } as const;
 
 /** How often the idle watch looks (see Router.watchIdle): an app that forgot close() ends within ~2x this. */
 const IDLE_CHECK_MS = envMs(ENV.idleCheckMs, 1000);
@@ -73,6 +73,11 @@ export class Router {
   /** Ranks that died, in the order this process learnt it, with why (see `peerDied`). */
   private readonly dead = new Map<number, string>();
   private readonly deathListeners = new Set<(rank: number, why: string) => void>();
+  /** Counters of what this rank has begun in a context (a pool's runs), sent to every rank when it closes. */
+  private readonly progress = new Map<number, () => number>();
+  /** Ranks that closed their world, with their counters (`progress`) as they closed. */
+  private readonly leavers = new Map<number, ReadonlyMap<number, number>>();
+  private readonly leaveListeners = new Set<(rank: number, progress: ReadonlyMap<number, number>) => void>();
   /** While `close` waits for messages still on their way here: whether they all came, and what to wake. */
   private drain:
     { readonly done: () => boolean; readonly resolve: () => void; readonly reject: (e: Error) => void } | undefined;
@@ -120,6 +125,10 @@ export class Router {
   private readonly onRemote = (source: number, context: number, tag: number, data: unknown): void => {
     const from = this.senderOf(source, context);
     if (from !== undefined && this.dead.size > 0 && this.dead.has(from)) return;
+    if (context === CLOSE_CONTEXT && tag === CLOSE_TAG.leaving) {
+      this.left(source, data);
+      return;
+    }
     if (context !== CLOSE_CONTEXT) {
       this.received++;
       if (from !== undefined) this.receivedFrom[from]!++;
@@ -355,6 +364,33 @@ export class Router {
   }
 
   /**
+   * Counts what this rank begins in `context` (a pool's runs): `count()` is sent to every other rank when this
+   * one closes, so that a rank still waiting for this one to begin more of it learns it never will (`onLeave`).
+   */
+  trackProgress(context: number, count: () => number): void {
+    this.progress.set(context, count);
+  }
+
+  /**
+   * Calls `listener(rank, progress)` for every rank that closed its world (world ranks), with its counters
+   * (`trackProgress`: context to count) as it closed; first for those already known. Returns a function that
+   * removes it.
+   */
+  onLeave(listener: (rank: number, progress: ReadonlyMap<number, number>) => void): () => void {
+    for (const [rank, progress] of this.leavers) listener(rank, progress);
+    this.leaveListeners.add(listener);
+    return () => this.leaveListeners.delete(listener);
+  }
+
+  /** World rank `rank` closed its world; `data` is its counters, as [context, count] pairs. */
+  private left(rank: number, data: unknown): void {
+    if (this.leavers.has(rank) || !Array.isArray(data)) return;
+    const progress = new Map<number, number>(data as [number, number][]);
+    this.leavers.set(rank, progress);
+    for (const listener of [...this.leaveListeners]) listener(rank, progress);
+  }
+
+  /**
    * Marks this process busy on something the receive side cannot see (a pool run between messages); call
    * the returned function when done. See `watchIdle`.
    */
@@ -405,12 +441,28 @@ export class Router {
   close(): Promise<void> {
     if (!this.closing) {
       for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");
+      this.tellLeaving();
       this.closing = this.transport?.flush() ?? Promise.resolve();
       this.finish().catch((e: unknown) => {
         process.emitWarning(`workpool rank ${this.rank}: close failed: ${(e as Error).message}`);
       });
     }
     return this.closing;
+  }
+
+  /**
+   * Tells every other rank alive that this one is closing, with its counters (`trackProgress`): a rank waiting
+   * in a pool run this one never began then fails that run, naming this rank, instead of waiting for good.
+   * Sent after everything else this rank sent them (one socket per peer keeps the order); not counted for
+   * close, like close's own messages.
+   */
+  private tellLeaving(): void {
+    if (!this.transport || this.failureCause || this.size === 1) return;
+    const progress = [...this.progress].map(([context, count]) => [context, count()]);
+    for (let r = 0; r < this.size; r++) {
+      if (r === this.rank || this.dead.has(r)) continue;
+      void this.hand(r, encodeMessage(this.rank, CLOSE_CONTEXT, CLOSE_TAG.leaving, progress, "close"), false, "close");
+    }
   }
 
   /**

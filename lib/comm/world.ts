@@ -232,6 +232,26 @@ export class World implements AsyncDisposable {
     });
   }
 
+  /**
+   * @internal Counts what this rank begins in private context `context` (a pool's runs); other ranks learn the
+   * count when this one closes its world (`onLeave`).
+   */
+  trackProgress(context: number, count: () => number): void {
+    this.router.trackProgress(context, count);
+  }
+
+  /**
+   * @internal Calls `listener(rank, progress)` for every rank of this communicator (its rank here) that closed its
+   * world, with its counters by context (`trackProgress`) as it closed; first for those already known. Returns
+   * a function that removes it.
+   */
+  onLeave(listener: (rank: number, progress: ReadonlyMap<number, number>) => void): () => void {
+    return this.router.onLeave((rank, progress) => {
+      const here = this.rankOf(rank);
+      if (here >= 0) listener(here, progress);
+    });
+  }
+
   /** @internal The ranks of this communicator known dead (its ranks), in the order this process learnt it. */
   get deadRanks(): readonly number[] {
     return this.router.deadRanks.map((r) => this.rankOf(r)).filter((r) => r >= 0);

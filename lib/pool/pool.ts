@@ -57,6 +57,8 @@ export class Pool<T = unknown> {
     this.config = config;
     this.name = `pool${world.allocatedContexts}`;
     world.listen(context, (source, tag, data) => this.route(source, tag, data as Record<string, unknown>));
+    // Runs begun here, which every other rank learns when this one closes its world (see run).
+    world.trackProgress(context, () => this.epoch);
     // The launcher brings the job down when any rank dies, unless told that this pool survives its workers'
     // deaths: only the coordinator's then ends the job.
     if (config.mode === "centralized" && config.retries > 0 && world.size > 1) {
@@ -214,6 +216,21 @@ export class Pool<T = unknown> {
       if (redealt !== undefined && !replaying) report({ t: "redealt", pool: name, rank, tasks: redealt });
     });
     replaying = false;
+    // A rank that closed its world having begun fewer runs of this pool will never join this one: a run called
+    // on only some ranks (`if (rank === 0) await pool.run(...)`, or a loop) fails here naming it, instead of
+    // waiting for good while that rank waits in close().
+    const epoch = this.epoch;
+    const offLeave = this.world.onLeave((rank, progress) => {
+      const runs = progress.get(this.context) ?? 0;
+      if (runs >= epoch) return;
+      engine.fail(
+        new RankFailedError(
+          rank,
+          `${name} run: rank ${rank} closed its world after ${runs} run(s) of ${name}, and so will never join ` +
+            `this one (its run ${epoch} here): every rank must run the pool, or the loop, the same number of times`,
+        ),
+      );
+    });
     const signal = options.signal;
     const onAbort = () =>
       engine.fail(new AbortError(`run aborted on rank ${this.world.rank}`, { cause: signal?.reason }));
@@ -230,6 +247,7 @@ export class Pool<T = unknown> {
     } finally {
       offFailure();
       offDeath();
+      offLeave();
       release();
       clearInterval(progress);
       signal?.removeEventListener("abort", onAbort);

@@ -83,6 +83,18 @@ for (const [n, pool] of [
   });
 }
 
+for (const pool of ["centralized", "distributed"]) {
+  test(`a loop called on rank 0 only fails there naming a rank that closed, and the job ends (--pool ${pool})`, async (t) => {
+    const r = await run(["-n", "3", "--timeout", "60", "--pool", pool, fixture("loop-some-ranks.ts")]);
+    t.is(r.code, 1, r.stderr);
+    t.regex(
+      r.stderr,
+      /workpool: rank 0 failed .*RankFailedError: pool1 run: rank [12] closed its world after 0 run\(s\) of pool1, and so will never join this one/,
+    );
+    t.false(r.stdout.includes("result"), r.stdout);
+  });
+}
+
 test("a fixed grain from WORKPOOL_LOOP_GRAIN in the launcher's environment", async (t) => {
   const r = await run(["-n", "3", "--timeout", "90", "--pool", "distributed", DOALL, "20000"], {
     WORKPOOL_LOOP_GRAIN: "5",
