@@ -179,6 +179,7 @@ async function hostsBackend(app: string, placement: readonly string[], agent: st
 
 /** Validates a `--pool SPEC` completely (keys and values) for a job of `np` ranks. */
 export function checkPoolSpec(spec: string, np: number): void {
+  if (spec.trim() === "") throw new UsageError("option --pool: the spec is empty (e.g. centralized, or distributed)");
   try {
     resolvePoolConfig(undefined, spec, np);
   } catch (e) {

@@ -183,6 +183,8 @@ export function parsePoolSpec(spec: string): PoolOptions {
         `pool spec ${JSON.stringify(spec)}: unknown key \`${key}\` (known: ${Object.keys(KEYS).join(", ")})`,
       );
     }
+    // `centralized,mode=distributed` would silently be whichever came last.
+    if (key in out) throw new ConfigError(`pool spec ${JSON.stringify(spec)}: \`${key}\` is given twice`);
     out[key] =
       NUMERIC.has(key as keyof PoolOptions) && raw.trim() !== "" && !Number.isNaN(Number(raw)) ? Number(raw) : raw;
   }

@@ -22,6 +22,12 @@ const bad: [string, string[], string[]][] = [
   ["a --pool spec with an unknown key", ["launch", "--pool", "centralized,bogus=1", HELLO], ["--pool", "bogus"]],
   ["a --pool spec with an unknown mode", ["launch", "--pool", "scattered", HELLO], ["--pool", "scattered"]],
   [
+    "a --pool spec that gives the mode twice",
+    ["launch", "--pool", "centralized,mode=distributed", HELLO],
+    ["--pool", "`mode` is given twice"],
+  ],
+  ["an empty --pool spec", ["launch", "--pool", "", HELLO], ["--pool", "empty"]],
+  [
     "a --pool switch that is not true or false",
     ["launch", "--pool", "centralized,coordinatorWorks=yes", HELLO],
     ["--pool", "coordinatorWorks", "true or false"],
