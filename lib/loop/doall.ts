@@ -71,6 +71,7 @@ interface LoopPool {
   readonly config: PoolConfig;
   readonly name: string;
   readonly waiting: number;
+  readonly running: boolean;
   put(task: Piece, options?: PutOptions): void;
   run(handler: TaskHandler<Piece, unknown>, options: RunOptions<unknown>): Promise<RunResult<unknown>>;
 }
@@ -157,14 +158,24 @@ export async function forEach<R>(
   end: number,
   body: LoopBody<R>,
   options?: LoopOptions<R>,
+  call = "forEach",
 ): Promise<LoopResult<R>> {
   const pool = poolObject as LoopPool;
-  const spec = resolveLoop("forEach", start, end, body, options as LoopOptions<unknown> | undefined);
+  const spec = resolveLoop(call, start, end, body, options as LoopOptions<unknown> | undefined);
   const op = options?.reduce ?? "sum";
-  const combine = resolveOp(op as never, "forEach: option `reduce`") as ReduceFn<unknown>;
+  const label =
+    options?.reduce === undefined
+      ? `${call}: the default reduce, sum (give options.reduce to combine other values)`
+      : `${call}: option \`reduce\``;
+  const combine = resolveOp(op as never, label) as ReduceFn<unknown>;
+  if (pool.running) {
+    throw new InvalidArgumentError(
+      `${call}: ${pool.name} is running a loop or a run already; await it before the next (loops on a pool run one at a time)`,
+    );
+  }
   if (pool.waiting > 0) {
     throw new InvalidArgumentError(
-      `forEach: ${pool.name} holds ${pool.waiting} task(s) put and not run; run them first, or loop on another pool`,
+      `${call}: ${pool.name} holds ${pool.waiting} task(s) put and not run; run them first, or loop on another pool`,
     );
   }
   // A grain of the loop's own, else the pool's `grain` option (`--pool ...,grain=64`), else WORKPOOL_LOOP_GRAIN.
@@ -366,7 +377,7 @@ export async function forEach<R>(
   const handler = (piece: Piece, ctx: TaskContext<Piece>): unknown => {
     if (!Array.isArray(piece) || piece.length !== 3) {
       throw new InvalidArgumentError(
-        `forEach: ${pool.name} ran a task that is not one of the loop's (${describe(piece)}): put no tasks on a pool while a loop runs on it`,
+        `${call}: ${pool.name} ran a task that is not one of the loop's (${describe(piece)}): put no tasks on a pool while a loop runs on it`,
       );
     }
     if (stopped) return undefined;
@@ -459,5 +470,5 @@ World.prototype.parallelFor = async function parallelFor<R>(
     pool = this.pool(loopPoolOptions(this.env.pool));
     loopPools.set(this, pool);
   }
-  return pool.forEach(start, end, body, options);
+  return forEach(pool, this, start, end, body, options, "parallelFor");
 };

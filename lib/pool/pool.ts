@@ -139,6 +139,11 @@ export class Pool<T = unknown> {
    */
   readonly name: string;
 
+  /** @internal True while a run of this pool is under way on this rank. */
+  get running(): boolean {
+    return this.engine !== undefined;
+  }
+
   /** @internal Tasks put and waiting for a run. */
   get waiting(): number {
     return this.pending.length;

@@ -46,6 +46,10 @@ function check(t: import("ava").ExecutionContext, lines: string[], fixedGrain?: 
     order: /^error order true parallelFor: `start` \(10\) must not exceed `end` \(2\)$/,
     grain: /^error grain true parallelFor: option `grain` must be a positive integer; got 0$/,
     body: /^error body true parallelFor: `body` must be a function; got 42$/,
+    concurrent:
+      /^error concurrent true parallelFor: pool\d+ is running a loop or a run already; await it before the next/,
+    strings:
+      /^error strings false task .* failed on rank \d: parallelFor: the default reduce, sum \(give options\.reduce to combine other values\): op sum needs numbers/,
   };
   for (const [label, pattern] of Object.entries(errors)) {
     t.true(
