@@ -45,6 +45,8 @@ import {
  * cut it), FIXED for a range of a fixed grain, else the time in ms the range was planned to take.
  */
 type Piece = [lo: number, hi: number, plan: number];
+/** What a loop's task returns: its values combined, the iterations it ran, and the loop's start and end. */
+type Tally = [value: unknown, iterations: number, start: number, end: number];
 const BLOCK = 0;
 const FIXED = -1;
 
@@ -315,7 +317,7 @@ export async function forEach<R>(
       stats.grain = g.grain;
       putRanges(ctx, done, hi, g.grain, Math.max(g.rangeMs, 1e-6));
     } else stats.grain = done - lo;
-    return acc.take();
+    return tally(acc, done - lo);
   };
 
   /**
@@ -371,8 +373,11 @@ export async function forEach<R>(
 
   const finishRange = (acc: Accumulator, iterations: number, t0: number): unknown => {
     record(iterations, performance.now() - t0);
-    return acc.take();
+    return tally(acc, iterations);
   };
+
+  /** What a task returns: its values, how many iterations it ran, and this rank's idea of the loop's range. */
+  const tally = (acc: Accumulator, iterations: number): Tally => [acc.take(), iterations, spec.start, spec.end];
 
   const handler = (piece: Piece, ctx: TaskContext<Piece>): unknown => {
     if (!Array.isArray(piece) || piece.length !== 3) {
@@ -393,7 +398,16 @@ export async function forEach<R>(
       pool.put([lo, hi, BLOCK], pin);
     }
   }
-  const runOptions = options?.signal ? { reduce: op, signal: options.signal } : { reduce: op };
+  // The values combine as the app asked, and beside them the iterations run and the widest range any rank
+  // named: every rank then checks that the loop it called is the one the ranks ran (one that called it with
+  // another start or end would otherwise leave some indices unrun, or run them twice, and no one would know).
+  const reduce: ReduceFn<Tally> = (a, b) => [
+    a[0] === undefined ? b[0] : b[0] === undefined ? a[0] : combine(a[0], b[0]),
+    a[1] + b[1],
+    Math.min(a[2], b[2]),
+    Math.max(a[3], b[3]),
+  ];
+  const runOptions = options?.signal ? { reduce, signal: options.signal } : { reduce };
   let result: RunResult<unknown>;
   try {
     result = await pool.run(handler as TaskHandler<Piece, unknown>, runOptions as RunOptions<unknown>);
@@ -416,7 +430,15 @@ export async function forEach<R>(
     iterationUs: filter.ms * 1000,
     rangeCostUs: rangeCostMs * 1000,
   };
-  return { ...(result as LoopResult<R>), loop };
+  if (result.stopped) return { ...(result as LoopResult<R>), loop };
+  const [value, ran = 0, from = spec.start, to = spec.end] = (result.result as Tally | undefined) ?? [];
+  if (ran !== spec.end - spec.start || from !== spec.start || to !== spec.end) {
+    throw new InvalidArgumentError(
+      `${call}: the ranks ran ${ran} iterations between ${Math.min(from, spec.start)} and ${Math.max(to, spec.end)}, ` +
+        `and this rank called it for ${spec.start} up to ${spec.end}: every rank must give it the same start and end`,
+    );
+  }
+  return { ...(result as LoopResult<R>), result: value as R | undefined, loop };
 }
 
 /**

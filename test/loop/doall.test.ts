@@ -89,7 +89,7 @@ for (const [n, pool] of [
 
 for (const pool of ["centralized", "distributed"]) {
   test(`a loop called on rank 0 only fails there naming a rank that closed, and the job ends (--pool ${pool})`, async (t) => {
-    const r = await run(["-n", "3", "--timeout", "60", "--pool", pool, fixture("loop-some-ranks.ts")]);
+    const r = await run(["-n", "3", "--timeout", "60", "--pool", pool, fixture("loop-some-ranks.ts"), "some"]);
     t.is(r.code, 1, r.stderr);
     t.regex(
       r.stderr,
@@ -98,6 +98,27 @@ for (const pool of ["centralized", "distributed"]) {
     t.false(r.stdout.includes("result"), r.stdout);
   });
 }
+
+test("ranks that call a loop with different ranges all get an InvalidArgumentError, not a wrong result", async (t) => {
+  const r = await run([
+    "-n",
+    "2",
+    "--timeout",
+    "60",
+    "--pool",
+    "distributed",
+    fixture("loop-some-ranks.ts"),
+    "mismatch",
+  ]);
+  t.is(r.code, 0, r.stderr);
+  const lines = r.stdout.split("\n").filter((l) => l.includes("mismatch "));
+  t.is(lines.length, 2, r.stdout);
+  t.regex(
+    lines.join("\n"),
+    /\[0\] mismatch parallelFor: the ranks ran \d+ iterations between 0 and 2000, and this rank called it for 0 up to 1000: every rank must give it the same start and end/,
+  );
+  t.regex(lines.join("\n"), /\[1\] mismatch parallelFor: .* this rank called it for 0 up to 2000/);
+});
 
 test("a fixed grain from WORKPOOL_LOOP_GRAIN in the launcher's environment", async (t) => {
   const r = await run(["-n", "3", "--timeout", "90", "--pool", "distributed", DOALL, "20000"], {
