@@ -147,7 +147,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
     }, GRACE_MS);
   };
 
-  const printedErrors = new Set<string>();
+  /** Each uncaught error message whose stack was printed, and the rank whose it was. */
+  const printedErrors = new Map<string, number>();
   const survival = new Survival({
     size: opts.np,
     where,
@@ -167,7 +168,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
       // different message, so N ranks failing the same way (the same bad input, one task's TaskError that
       // every rank rethrows) print it once, from the first rank to report it.
       if (typeof msg.stack === "string" && !printedErrors.has(msg.message)) {
-        printedErrors.add(msg.message);
+        printedErrors.set(msg.message, rank);
         const prefix = opts.prefix ? `[${rank}] ` : "";
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }
@@ -347,7 +348,13 @@ export async function runJob(opts: JobOptions): Promise<number> {
     return exitStatus ?? 1;
   }
   if (failure) {
-    process.stderr.write(`${summarize(failure, ranks, ownFailures, where, (rank) => survival.isDead(rank))}\n`);
+    // The stack above may be another rank's, if it failed the same way and reported first: say whose it is.
+    const printedBy = printedErrors.get(ranks[failure.rank]?.lastError ?? "");
+    const whose = printedBy !== undefined && printedBy !== failure.rank ? printedBy : undefined;
+    const line = summarize(failure, ranks, ownFailures, where, (rank) => survival.isDead(rank));
+    process.stderr.write(
+      `${line}${whose === undefined ? "" : ` (the same error as ${where(whose)}'s, printed above)`}\n`,
+    );
     if (failure.signal !== null) return 128 + signalNumber(failure.signal);
     return failure.code && failure.code > 0 && failure.code < 256 ? failure.code : 1;
   }
