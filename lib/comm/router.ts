@@ -458,7 +458,8 @@ export class Router {
    */
   private tellLeaving(): void {
     if (!this.transport || this.failureCause || this.size === 1) return;
-    const progress = [...this.progress].map(([context, count]) => [context, count()]);
+    // A context with nothing begun is left out: a rank that never made the pool has begun none of its runs.
+    const progress = [...this.progress].map(([context, count]) => [context, count()]).filter(([, n]) => n !== 0);
     for (let r = 0; r < this.size; r++) {
       if (r === this.rank || this.dead.has(r)) continue;
       void this.hand(r, encodeMessage(this.rank, CLOSE_CONTEXT, CLOSE_TAG.leaving, progress, "close"), false, "close");

@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { ClosedError, describe, InvalidArgumentError, type RankFailedError } from "../errors.ts";
+import { ClosedError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
 import { encodeMessage, type ValueName } from "./codec.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
@@ -127,19 +127,56 @@ export class World implements AsyncDisposable {
     this.channel = this.channelIn(this.collectiveContext);
   }
 
+  /**
+   * The collective channel of `context`. It counts the collectives begun here, which every other rank learns
+   * when this one closes its world; a rank of this communicator that closed having begun fewer than the one
+   * this rank is in will never join it (a collective called on only some ranks), so that one, and every later
+   * one, rejects with RankFailedError naming it, instead of waiting for good. Collectives run one at a time per
+   * rank and communicator, so the one a receive belongs to is the last begun. Only the world's collectives are
+   * counted so: a job may make a million communicators, and every rank's close would carry all their counts.
+   */
   private channelIn(context: number): CollectiveChannel {
     let seq = 0;
+    let begun = 0;
+    /** The member that closed having begun the fewest collectives here, and how many. */
+    let leaver: { rank: number; begun: number } | undefined;
+    const leftError = (call: string, n: number) => {
+      const { rank, begun: count } = leaver as { rank: number; begun: number };
+      return new RankFailedError(
+        rank,
+        `${call}: rank ${rank} closed its world after ${count} collective(s) here, and so will never join this ` +
+          `one (collective ${n + 1} here): every rank must call the same collectives, in the same order`,
+      );
+    };
+    if (!this.members) {
+      this.router.trackProgress(context, () => begun);
+      this.onLeave((rank, progress) => {
+        const count = progress.get(context) ?? 0;
+        if (leaver && leaver.begun <= count) return;
+        leaver = { rank, begun: count };
+        // In a collective that rank never began: it, and every later one, can never end (the matcher then
+        // rejects every receive of this context); one it began may still end, and the next is refused below.
+        const n = begun - 1;
+        if (n >= count) this.router.matcher(context).fail((call) => leftError(call, n));
+      });
+    }
     return {
       rank: this.rank,
       size: this.size,
       nextSequence: () => {
         const tag = seq;
         seq = (seq + 1) % SEQUENCE_WRAP;
+        begun++;
         return tag;
       },
-      send: (dest, tag, data, call, name) => this.sendIn(context, dest, tag, data, call, name ?? "value"),
-      recv: async (source, tag, signal, call) =>
-        (await this.router.matcher(context).receive(source, tag, signal, call)).data,
+      send: (dest, tag, data, call, name) => {
+        if (leaver && begun - 1 >= leaver.begun) return Promise.reject(leftError(call, begun - 1));
+        return this.sendIn(context, dest, tag, data, call, name ?? "value");
+      },
+      recv: async (source, tag, signal, call) => {
+        if (leaver && begun - 1 >= leaver.begun) throw leftError(call, begun - 1);
+        return (await this.router.matcher(context).receive(source, tag, signal, call)).data;
+      },
     };
   }
 

@@ -27,3 +27,19 @@ for (const which of ["timer", "recv", "pool", "zmq"]) {
     t.is(linesOf(r.stdout).filter((l) => l.endsWith("closed")).length, 3, r.stdout);
   });
 }
+
+test("a collective called on only some ranks fails there naming a rank that closed, instead of hanging", async (t) => {
+  const r = await run(["-n", "3", "--timeout", "60", fixture("some-ranks.ts"), "extra"]);
+  t.is(r.code, 1, r.stderr);
+  t.regex(
+    r.stderr,
+    /workpool: rank 0 failed .*RankFailedError: allreduce: rank [12] closed its world after 1 collective\(s\) here, and so will never join this one \(collective 2 here\)/,
+  );
+  t.false(r.stdout.includes("sum"), r.stdout);
+});
+
+test("a rank that closes after a collective another rank has yet to join does not fail it", async (t) => {
+  const r = await run(["-n", "3", "--timeout", "60", fixture("some-ranks.ts"), "behind"]);
+  t.is(r.code, 0, r.stderr);
+  t.is(linesOf(r.stdout).filter((l) => l.endsWith("] ok")).length, 3, r.stdout);
+});
