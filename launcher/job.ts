@@ -147,6 +147,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
     }, GRACE_MS);
   };
 
+  /** The least each context's count was among the ranks that closed (see "leaving"); a missing one is 0. */
+  let least: Map<number, number> | undefined;
   /** Each uncaught error message whose stack was printed, and the rank whose it was. */
   const printedErrors = new Map<string, number>();
   const survival = new Survival({
@@ -172,6 +174,21 @@ export async function runJob(opts: JobOptions): Promise<number> {
         const prefix = opts.prefix ? `[${rank}] ` : "";
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }
+    } else if (msg.t === "leaving" && Array.isArray(msg.p)) {
+      // A rank closing its world, with what it began (lib/runtime/deaths.ts): passed on to every rank when it
+      // began less of something than every leaver before it, so a correct job (every rank the same) sends one.
+      const progress = new Map(msg.p as [number, number][]);
+      let lower = least === undefined;
+      if (least) {
+        for (const [context, n] of least) {
+          const mine = progress.get(context) ?? 0;
+          if (mine < n) {
+            lower = true;
+            least.set(context, mine);
+          }
+        }
+      } else least = progress;
+      if (lower) control.broadcast({ t: "left", rank, p: msg.p });
     } else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
     else if (msg.t === "trace" && traceDir && typeof msg.lines === "string") {
       appendFileSync(join(traceDir, `rank-${rank}.jsonl`), msg.lines);

@@ -6,6 +6,7 @@ import * as coll from "./collectives.ts";
 import { ANY, Matcher } from "./matcher.ts";
 import type { Transport } from "./transport.ts";
 import { appZmqWaiting } from "./zmq-activity.ts";
+import { report } from "../runtime/report.ts";
 
 /**
  * Message contexts are u32 numbers, like MPI communicator contexts: traffic in one never matches receives in
@@ -22,7 +23,7 @@ export const CLOSE_CONTEXT = 2 ** 32 - 1;
 export type ContextListener = (source: number, tag: number, data: unknown) => void;
 
 /** Tags of close's exchange once a rank died (see Router#closeAmongLive): far above its collectives' sequence. */
-const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1, leaving: 2 ** 31 + 2 } as const;
+const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1 } as const;
 
 /** How often the idle watch looks (see Router.watchIdle): an app that forgot close() ends within ~2x this. */
 const IDLE_CHECK_MS = envMs(ENV.idleCheckMs, 1000);
@@ -125,10 +126,6 @@ export class Router {
   private readonly onRemote = (source: number, context: number, tag: number, data: unknown): void => {
     const from = this.senderOf(source, context);
     if (from !== undefined && this.dead.size > 0 && this.dead.has(from)) return;
-    if (context === CLOSE_CONTEXT && tag === CLOSE_TAG.leaving) {
-      this.left(source, data);
-      return;
-    }
     if (context !== CLOSE_CONTEXT) {
       this.received++;
       if (from !== undefined) this.receivedFrom[from]!++;
@@ -383,8 +380,8 @@ export class Router {
   }
 
   /** World rank `rank` closed its world; `data` is its counters, as [context, count] pairs. */
-  private left(rank: number, data: unknown): void {
-    if (this.leavers.has(rank) || !Array.isArray(data)) return;
+  left(rank: number, data: unknown): void {
+    if (rank === this.rank || this.leavers.has(rank) || !Array.isArray(data)) return;
     const progress = new Map<number, number>(data as [number, number][]);
     this.leavers.set(rank, progress);
     for (const listener of [...this.leaveListeners]) listener(rank, progress);
@@ -451,19 +448,17 @@ export class Router {
   }
 
   /**
-   * Tells every other rank alive that this one is closing, with its counters (`trackProgress`): a rank waiting
-   * in a pool run this one never began then fails that run, naming this rank, instead of waiting for good.
-   * Sent after everything else this rank sent them (one socket per peer keeps the order); not counted for
-   * close, like close's own messages.
+   * Tells every other rank that this one is closing, with its counters (`trackProgress`): a rank waiting in a
+   * pool run or collective this one never began then fails it, naming this rank, instead of waiting for good.
+   * Through the launcher's control channel (lib/runtime/deaths.ts), which every rank has: sent to each peer
+   * directly, it opened a socket to every one at close (1,023 at most in a process) and could hold the exit of
+   * a rank whose peer had already gone. Without a launcher, nothing is sent.
    */
   private tellLeaving(): void {
-    if (!this.transport || this.failureCause || this.size === 1) return;
+    if (this.failureCause || this.size === 1) return;
     // A context with nothing begun is left out: a rank that never made the pool has begun none of its runs.
     const progress = [...this.progress].map(([context, count]) => [context, count()]).filter(([, n]) => n !== 0);
-    for (let r = 0; r < this.size; r++) {
-      if (r === this.rank || this.dead.has(r)) continue;
-      void this.hand(r, encodeMessage(this.rank, CLOSE_CONTEXT, CLOSE_TAG.leaving, progress, "close"), false, "close");
-    }
+    report({ t: "leaving", p: progress });
   }
 
   /**

@@ -13,7 +13,7 @@ import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
 import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
 import { checkSplitArguments, planSplit } from "./split.ts";
 import { Transport } from "./transport.ts";
-import { onRankDeath } from "../runtime/deaths.ts";
+import { onRankDeath, onRankLeft } from "../runtime/deaths.ts";
 
 export { CONTEXT, type ContextListener } from "./router.ts";
 
@@ -140,12 +140,13 @@ export class World implements AsyncDisposable {
     let begun = 0;
     /** The member that closed having begun the fewest collectives here, and how many. */
     let leaver: { rank: number; begun: number } | undefined;
-    const leftError = (call: string, n: number) => {
-      const { rank, begun: count } = leaver as { rank: number; begun: number };
+    // (No counts in the message: a collective may take several sequence numbers, which are what is counted.)
+    const leftError = (call: string) => {
+      const { rank } = leaver as { rank: number; begun: number };
       return new RankFailedError(
         rank,
-        `${call}: rank ${rank} closed its world after ${count} collective(s) here, and so will never join this ` +
-          `one (collective ${n + 1} here): every rank must call the same collectives, in the same order`,
+        `${call}: rank ${rank} closed its world without joining this collective, and so never will: every rank ` +
+          "must call the same collectives, in the same order",
       );
     };
     if (!this.members) {
@@ -157,7 +158,7 @@ export class World implements AsyncDisposable {
         // In a collective that rank never began: it, and every later one, can never end (the matcher then
         // rejects every receive of this context); one it began may still end, and the next is refused below.
         const n = begun - 1;
-        if (n >= count) this.router.matcher(context).fail((call) => leftError(call, n));
+        if (n >= count) this.router.matcher(context).fail(leftError);
       });
     }
     return {
@@ -170,11 +171,11 @@ export class World implements AsyncDisposable {
         return tag;
       },
       send: (dest, tag, data, call, name) => {
-        if (leaver && begun - 1 >= leaver.begun) return Promise.reject(leftError(call, begun - 1));
+        if (leaver && begun - 1 >= leaver.begun) return Promise.reject(leftError(call));
         return this.sendIn(context, dest, tag, data, call, name ?? "value");
       },
       recv: async (source, tag, signal, call) => {
-        if (leaver && begun - 1 >= leaver.begun) throw leftError(call, begun - 1);
+        if (leaver && begun - 1 >= leaver.begun) throw leftError(call);
         return (await this.router.matcher(context).receive(source, tag, signal, call)).data;
       },
     };
@@ -255,6 +256,11 @@ export class World implements AsyncDisposable {
    */
   peerDied(rank: number, why: string): void {
     this.router.peerDied(rank, why);
+  }
+
+  /** @internal World rank `rank` closed its world, having begun `progress` ([context, count] pairs). */
+  peerLeft(rank: number, progress: readonly [number, number][]): void {
+    this.router.left(rank, progress);
   }
 
   /**
@@ -643,6 +649,7 @@ async function join(): Promise<World> {
   if (env.size > 1) {
     // Deaths the launcher survives (a pool with retries asked it to): the world goes on among the others.
     onRankDeath((rank, why) => world.peerDied(rank, why));
+    onRankLeft((rank, progress) => world.peerLeft(rank, progress));
     // close() is collective: a rank that ends without it would leave the others waiting there for good, so
     // such an end is a failure, with a message the launcher passes on when it brings the job down.
     process.once("exit", (code) => {

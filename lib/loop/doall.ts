@@ -136,9 +136,10 @@ function isPromise(v: unknown): v is Promise<unknown> {
 }
 
 /** The ranks that run a pool's tasks: all, but a centralized pool's coordinator unless it works (or is alone). */
-function workingRanks(pool: LoopPool, size: number): number[] {
+function workingRanks(pool: LoopPool, size: number, dead: readonly number[]): number[] {
   const c = pool.config;
-  const all = Array.from({ length: size }, (_, r) => r);
+  // A rank known dead (a pool with `retries` survived it) gets no block: its iterations would never run.
+  const all = Array.from({ length: size }, (_, r) => r).filter((r) => !dead.includes(r));
   if (size === 1 || c.mode !== "centralized" || c.coordinatorWorks) return all;
   return all.filter((r) => r !== c.coordinator);
 }
@@ -389,7 +390,7 @@ export async function forEach<R>(
     return piece[2] === BLOCK ? block(piece, ctx) : range(piece, ctx);
   };
 
-  const working = workingRanks(pool, world.size);
+  const working = workingRanks(pool, world.size, world.deadRanks);
   const w = working.indexOf(world.rank);
   if (w >= 0) {
     const [lo, hi] = blockOf(spec.start, spec.end, w, working.length);

@@ -186,13 +186,22 @@ export class Pool<T = unknown> {
     const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);
     const initial = this.pending;
     this.pending = [];
+    /** The run ended because every task was done (not failed, not stopped): see ctx.put. */
+    let completed = false;
     unrun.delete(this as Pool<unknown>);
     const ctx = {
       rank: this.world.rank,
-      // A handler still running after its run ended (another rank failed it, or ctx.stop ended it) puts into
-      // nothing: its tasks belong to a run that is over, and must not become the next run's first tasks.
+      // A handler still running after its run failed, or ctx.stop ended it, puts into nothing: its tasks belong
+      // to a run that is over, and must not become the next run's first tasks. After a run that ended because
+      // every task was done, no task of it is still running: a put then (a timer's) is the app's mistake.
       put: (task: T, o?: PutOptions) => {
         if (this.runtime === rt) this.putFrom(task, o, true);
+        else if (completed) {
+          throw new InvalidArgumentError(
+            `put: ${name} run ${rt.epoch} is over (every task ran): ctx.put after it ended puts nothing; ` +
+              "put from the handler while its task runs, or pool.put before the next run",
+          );
+        }
       },
       stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
     };
@@ -249,6 +258,7 @@ export class Pool<T = unknown> {
     progress?.unref();
     try {
       await engine.done;
+      completed = !rt.stopped;
     } finally {
       offFailure();
       offDeath();

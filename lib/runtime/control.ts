@@ -23,7 +23,7 @@ import { writeSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { BootstrapError } from "../errors.ts";
 import { ENV, envMs } from "../comm/env.ts";
-import { deliverRankDeath } from "./deaths.ts";
+import { deliverRankDeath, deliverRankLeft } from "./deaths.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
 export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
@@ -99,7 +99,7 @@ export class ControlChannel {
       const lines = (rest + chunk).split("\n");
       rest = lines.pop() ?? "";
       for (const l of lines) {
-        let msg: { t?: unknown; reason?: unknown; rank?: unknown; why?: unknown };
+        let msg: { t?: unknown; reason?: unknown; rank?: unknown; why?: unknown; p?: unknown };
         try {
           msg = JSON.parse(l);
         } catch {
@@ -108,6 +108,8 @@ export class ControlChannel {
         if (msg?.t === "refused") this.fail(`it refused this rank: ${String(msg.reason)}`);
         else if (msg?.t === "dead" && typeof msg.rank === "number" && typeof msg.why === "string") {
           deliverRankDeath(msg.rank, msg.why);
+        } else if (msg?.t === "left" && typeof msg.rank === "number" && Array.isArray(msg.p)) {
+          deliverRankLeft(msg.rank, msg.p as [number, number][]);
         }
       }
     });

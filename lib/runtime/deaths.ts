@@ -59,3 +59,40 @@ export function deliverRankDeath(rank: number, why: string): void {
     }
   }
 }
+
+/**
+ * Leave notices: a rank that closes its world sends the launcher `{"t":"leaving","p":[[context, count], ...]}`
+ * (what it began: runs of each pool, world collectives; lib/comm/router.ts), and the launcher passes
+ * `{"t":"left","rank":R,"p":...}` on to every rank, for each leaver that began less of something than every
+ * leaver before it (launcher/job.ts). Through the launcher, not to every peer directly: a rank then opens no new
+ * connection at close. Without a launcher none ever arrives.
+ */
+export type RankLeftListener = (rank: number, progress: readonly [number, number][]) => void;
+
+const LEFT_KEY = Symbol.for("workpool.left");
+
+function leftRegistry(): {
+  notices: { rank: number; progress: [number, number][] }[];
+  listeners: Set<RankLeftListener>;
+} {
+  const global = globalThis as Record<symbol, ReturnType<typeof leftRegistry> | undefined>;
+  global[LEFT_KEY] ??= { notices: [], listeners: new Set() };
+  return global[LEFT_KEY];
+}
+
+/** Calls `listener` for every leave notice, first for those that arrived before; returns its remover. */
+export function onRankLeft(listener: RankLeftListener): () => void {
+  const { notices, listeners } = leftRegistry();
+  for (const { rank, progress } of notices) listener(rank, progress);
+  listeners.add(listener);
+  return () => {
+    listeners.delete(listener);
+  };
+}
+
+/** Records a leave notice and tells every listener (called by the control channel). */
+export function deliverRankLeft(rank: number, progress: [number, number][]): void {
+  const { notices, listeners } = leftRegistry();
+  notices.push({ rank, progress });
+  for (const listener of [...listeners]) listener(rank, progress);
+}

@@ -79,10 +79,10 @@ test("two phases and a second pool in one job", async (t) => {
 });
 
 for (const pool of ["centralized", "centralized,coordinatorWorks=true", "distributed"]) {
-  test(`a ctx.put after its run ended goes nowhere: the next run does not start with it (${pool})`, async (t) => {
+  test(`a ctx.put after its run failed or stopped goes nowhere (the next run does not start with it); after a completed run it throws (${pool})`, async (t) => {
     const r = await scenario(2, "late-put", [], pool);
     t.is(r.code, 0, r.stderr);
-    t.deepEqual(r.result, { stopped: true, result: 1, ran: 0 });
+    t.deepEqual(r.result, { stopped: true, result: 1, ran: 0, refused: 1 });
   });
 }
 
