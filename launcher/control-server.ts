@@ -67,12 +67,14 @@ export class ControlServer {
   /**
    * Writes `record` to every rank whose hello has been accepted, and to every rank accepted later, right after
    * its hello, behind the records broadcast before it: every rank gets the same records in the same order, none
-   * missed by starting late. A connection that has closed (its rank is gone) is skipped.
+   * missed by starting late. A connection that has closed (its rank is gone) is skipped, and so is one of a
+   * rank in `skip`: a rank about to exit may not read what is written to it, and a socket closed with unread
+   * data resets the connection, which throws away what that rank wrote last and was not read here yet.
    */
-  broadcast(record: ControlRecord): void {
+  broadcast(record: ControlRecord, skip?: ReadonlySet<number>): void {
     const text = `${JSON.stringify(record)}\n`;
     this.broadcasts.push(text);
-    for (const socket of this.ranks.keys()) if (socket.writable) socket.write(text);
+    for (const [socket, rank] of this.ranks) if (socket.writable && !skip?.has(rank)) socket.write(text);
   }
 
   /**

@@ -149,6 +149,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
 
   /** The least each context's count was among the ranks that closed (see "leaving"); a missing one is 0. */
   let least: Map<number, number> | undefined;
+  /** Ranks that said they are closing their world. */
+  const closing = new Set<number>();
   /** Each uncaught error message whose stack was printed, and the rank whose it was. */
   const printedErrors = new Map<string, number>();
   const survival = new Survival({
@@ -177,6 +179,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     } else if (msg.t === "leaving" && Array.isArray(msg.p)) {
       // A rank closing its world, with what it began (lib/runtime/deaths.ts): passed on to every rank when it
       // began less of something than every leaver before it, so a correct job (every rank the same) sends one.
+      closing.add(rank);
       const progress = new Map(msg.p as [number, number][]);
       let lower = least === undefined;
       if (least) {
@@ -188,7 +191,8 @@ export async function runJob(opts: JobOptions): Promise<number> {
           }
         }
       } else least = progress;
-      if (lower) control.broadcast({ t: "left", rank, p: msg.p });
+      // Not to ranks that are closing themselves: they need no notice, and may exit before reading it.
+      if (lower) control.broadcast({ t: "left", rank, p: msg.p }, closing);
     } else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
     else if (msg.t === "trace" && traceDir && typeof msg.lines === "string") {
       appendFileSync(join(traceDir, `rank-${rank}.jsonl`), msg.lines);
