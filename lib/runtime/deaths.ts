@@ -8,91 +8,71 @@
 /** Called once per death notice, with the dead rank and why it died (`killed by SIGKILL`, `exit code 3`, ...). */
 export type RankDeathListener = (rank: number, why: string) => void;
 
-interface DeathRegistry {
-  /** Every notice received so far, in order: a listener that registers late is told them all first. */
-  readonly notices: { readonly rank: number; readonly why: string }[];
-  readonly listeners: Set<RankDeathListener>;
-}
-
 /**
- * Where the registry lives (a global, as report.ts's CONTROL_KEY): the preload's control channel and the app's
- * pools may load this module twice (from sources and from dist/, or under two URLs), and must still share it.
+ * One kind of notice from the launcher: every notice received so far, in order (a listener that registers late
+ * is told them all first), and the listeners. It lives in a global (as report.ts's CONTROL_KEY): the preload's
+ * control channel and the app's pools may load this module twice (from sources and from dist/, or under two
+ * URLs), and must still share it.
  */
-const DEATHS_KEY = Symbol.for("workpool.deaths");
-
-function registry(): DeathRegistry {
-  const global = globalThis as Record<symbol, DeathRegistry | undefined>;
-  global[DEATHS_KEY] ??= { notices: [], listeners: new Set() };
-  return global[DEATHS_KEY];
-}
-
-/**
- * Calls `listener` for every death notice this rank gets from the launcher: first, synchronously, for each one
- * that arrived before this call (in order, so no notice is lost to a late registration), then for each new one
- * as it arrives. Returns a function that unsubscribes it; a listener unsubscribed while a notice is being
- * delivered is not called for it. A listener that throws during the replay makes this call throw (and it is
- * not registered); one that throws for a new notice does not keep the notice from the other listeners, and its
- * error is then uncaught, as from any event handler.
- */
-export function onRankDeath(listener: RankDeathListener): () => void {
-  const { notices, listeners } = registry();
-  for (const { rank, why } of notices) listener(rank, why);
-  listeners.add(listener);
-  return () => {
-    listeners.delete(listener);
+function noticeBoard<A extends unknown[]>(key: symbol) {
+  const global = globalThis as Record<symbol, { notices: A[]; listeners: Set<(...args: A) => void> } | undefined>;
+  const board = (global[key] ??= { notices: [], listeners: new Set() });
+  const { notices, listeners } = board;
+  return {
+    /**
+     * Calls `listener` for every notice: first, synchronously, for each one that arrived before this call (in
+     * order, so no notice is lost to a late registration), then for each new one as it arrives. Returns a
+     * function that unsubscribes it; a listener unsubscribed while a notice is being delivered is not called
+     * for it. A listener that throws during the replay makes this call throw (and it is not registered); one
+     * that throws for a new notice does not keep the notice from the other listeners, and its error is then
+     * uncaught, as from any event handler.
+     */
+    on(listener: (...args: A) => void): () => void {
+      for (const args of notices) listener(...args);
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    /** Records a notice and tells every registered listener (called by the control channel). */
+    deliver(...args: A): void {
+      notices.push(args);
+      // A listener registered from inside another gets this notice by its replay, not a second time from here.
+      for (const listener of [...listeners]) {
+        if (!listeners.has(listener)) continue;
+        try {
+          listener(...args);
+        } catch (e) {
+          queueMicrotask(() => {
+            throw e;
+          });
+        }
+      }
+    },
   };
 }
 
+const deaths = noticeBoard<[rank: number, why: string]>(Symbol.for("workpool.deaths"));
+
+/** Calls `listener` for every death notice this rank gets from the launcher (see noticeBoard's `on`). */
+export const onRankDeath = (listener: RankDeathListener): (() => void) => deaths.on(listener);
+
 /** Records a death notice and tells every registered listener (called by the control channel). */
-export function deliverRankDeath(rank: number, why: string): void {
-  const { notices, listeners } = registry();
-  notices.push({ rank, why });
-  // A listener registered from inside another gets this notice by its replay, not a second time from here.
-  for (const listener of [...listeners]) {
-    if (!listeners.has(listener)) continue;
-    try {
-      listener(rank, why);
-    } catch (e) {
-      queueMicrotask(() => {
-        throw e;
-      });
-    }
-  }
-}
+export const deliverRankDeath = (rank: number, why: string): void => deaths.deliver(rank, why);
 
 /**
  * Leave notices: a rank that closes its world sends the launcher `{"t":"leaving","p":[[context, count], ...]}`
  * (what it began: runs of each pool, world collectives; lib/comm/router.ts), and the launcher passes
- * `{"t":"left","rank":R,"p":...}` on to every rank, for each leaver that began less of something than every
- * leaver before it (launcher/job.ts). Through the launcher, not to every peer directly: a rank then opens no new
- * connection at close. Without a launcher none ever arrives.
+ * `{"t":"left","rank":R,"p":...}` on to every rank not closing itself, for each leaver that began less of
+ * something than every leaver before it (launcher/job.ts). Through the launcher, not to every peer directly: a
+ * rank then opens no new connection at close. Without a launcher none ever arrives.
  */
 export type RankLeftListener = (rank: number, progress: readonly [number, number][]) => void;
 
-const LEFT_KEY = Symbol.for("workpool.left");
-
-function leftRegistry(): {
-  notices: { rank: number; progress: [number, number][] }[];
-  listeners: Set<RankLeftListener>;
-} {
-  const global = globalThis as Record<symbol, ReturnType<typeof leftRegistry> | undefined>;
-  global[LEFT_KEY] ??= { notices: [], listeners: new Set() };
-  return global[LEFT_KEY];
-}
+const leaves = noticeBoard<[rank: number, progress: [number, number][]]>(Symbol.for("workpool.left"));
 
 /** Calls `listener` for every leave notice, first for those that arrived before; returns its remover. */
-export function onRankLeft(listener: RankLeftListener): () => void {
-  const { notices, listeners } = leftRegistry();
-  for (const { rank, progress } of notices) listener(rank, progress);
-  listeners.add(listener);
-  return () => {
-    listeners.delete(listener);
-  };
-}
+export const onRankLeft = (listener: RankLeftListener): (() => void) => leaves.on(listener);
 
 /** Records a leave notice and tells every listener (called by the control channel). */
-export function deliverRankLeft(rank: number, progress: [number, number][]): void {
-  const { notices, listeners } = leftRegistry();
-  notices.push({ rank, progress });
-  for (const listener of [...listeners]) listener(rank, progress);
-}
+export const deliverRankLeft = (rank: number, progress: [number, number][]): void => leaves.deliver(rank, progress);
