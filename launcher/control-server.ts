@@ -17,7 +17,31 @@ export interface ControlServerOptions {
   readonly token: string;
   /** Called for every report, in the order each rank sent them. */
   readonly onRecord: (rank: number, record: ControlRecord) => void;
+  /**
+   * How long a connection may stay without saying hello before it is dropped, in ms.
+   * @default DEFAULT_HELLO_DEADLINE_MS
+   */
+  readonly helloDeadlineMs?: number;
+  /**
+   * How many connections that have not said hello are held at once; past that, the oldest is dropped.
+   * @default DEFAULT_MAX_STRANGERS
+   */
+  readonly maxStrangers?: number;
 }
+
+/**
+ * How long a connection may stay without saying hello. A rank writes its hello as soon as it is connected, so
+ * this only has to cover the launcher's own event loop being busy (the deadline is checked once what was
+ * already received has been read, see `accept`).
+ */
+export const DEFAULT_HELLO_DEADLINE_MS = 5000;
+/**
+ * How many connections without a hello are held at once. A rank's hello follows its connection at once, so the
+ * newest stranger is the one most likely to be a rank: the oldest is dropped to make room, as OpenSSH drops
+ * unauthenticated connections past MaxStartups. This bounds what peers without the token can make the launcher
+ * hold: at most this many descriptors, each with at most MAX_HELLO bytes of input, for at most the deadline.
+ */
+export const DEFAULT_MAX_STRANGERS = 64;
 
 /** How long `close` reads connections of ranks whose processes (or agents) have exited, at most. */
 const CLOSE_GRACE_MS = 5000;
@@ -34,8 +58,10 @@ const MAX_HELLO = 4096;
 export class ControlServer {
   /** Connections whose hello was accepted. */
   private readonly ranks = new Map<Socket, number>();
-  /** Connections that have not said hello (or were refused and have not closed yet). */
+  /** Connections that have not said hello (or were refused and have not closed yet), oldest first. */
   private readonly strangers = new Set<Socket>();
+  /** Connections dropped because they did not say hello in time, or to make room for newer ones. */
+  private droppedStrangers = 0;
   /** Every line broadcast so far, in order: a connection accepted later is sent them all first. */
   private readonly broadcasts: string[] = [];
   private readonly token: Buffer;
@@ -114,9 +140,31 @@ export class ControlServer {
     for (const [socket] of open) socket.destroy();
   }
 
+  /** How many connections were dropped without a hello (too slow to say it, or too many at once). */
+  get dropped(): number {
+    return this.droppedStrangers;
+  }
+
+  /** How many connections are held that have not said hello. */
+  get waiting(): number {
+    return this.strangers.size;
+  }
+
   private accept(socket: Socket): void {
+    const max = this.opts.maxStrangers ?? DEFAULT_MAX_STRANGERS;
+    for (const oldest of this.strangers) {
+      if (this.strangers.size < max) break;
+      this.drop(oldest);
+    }
     this.strangers.add(socket);
     let rank: number | undefined;
+    // At the deadline, first let the event loop read what has arrived (a busy launcher may reach the timer before
+    // the hello that came in time): the check runs after the next poll for I/O.
+    const deadline = setTimeout(
+      () => setImmediate(() => rank === undefined && this.drop(socket)),
+      this.opts.helloDeadlineMs ?? DEFAULT_HELLO_DEADLINE_MS,
+    );
+    deadline.unref();
     let refused = false;
     let rest = "";
     socket.setEncoding("utf8");
@@ -136,6 +184,7 @@ export class ControlServer {
           return;
         }
         rank = why;
+        clearTimeout(deadline);
         this.strangers.delete(socket);
         this.ranks.set(socket, rank);
         if (this.broadcasts.length > 0) socket.write(this.broadcasts.join(""));
@@ -148,9 +197,17 @@ export class ControlServer {
     // A rank killed while writing resets its connection: nothing more to read.
     socket.on("error", () => {});
     socket.on("close", () => {
+      clearTimeout(deadline);
       this.strangers.delete(socket);
       this.ranks.delete(socket);
     });
+  }
+
+  /** Drops a connection that has not said hello. */
+  private drop(socket: Socket): void {
+    if (!this.strangers.delete(socket)) return;
+    this.droppedStrangers++;
+    socket.destroy();
   }
 
   /** The rank a hello line names, or why it is refused. */

@@ -120,6 +120,12 @@ export async function runJob(opts: JobOptions): Promise<number> {
         ? `ipc://${dir}/rendezvous`
         : "tcp://127.0.0.1:*";
   const rendezvous = await serveRendezvous(opts.np, rendezvousAddress, key);
+  // Once every rank has its table, nobody has anything to say to the rendezvous: stop listening, so that its
+  // port is open to strangers only while the job starts.
+  rendezvous.complete.then(
+    () => rendezvous.close(),
+    () => {},
+  );
   const where = (rank: number) => {
     const host = backend.hostOf?.(rank);
     return host === undefined ? `rank ${rank}` : `rank ${rank} (host ${host})`;

@@ -6,6 +6,7 @@ export { ENV, rankEnvironment, readJobEnv } from "./comm/env.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
 export { addressFacing, resolveHost, tcpEndpoint } from "./comm/address.ts";
 export { formatJobKey, makeJobKey } from "./comm/keys.ts";
+export { notPrivate, privateFolder, userId } from "./comm/private-folder.ts";
 export type { ControlAddress } from "./runtime/control.ts";
 export { parseControlAddress } from "./runtime/control.ts";
 export type { RankDeathListener } from "./runtime/deaths.ts";

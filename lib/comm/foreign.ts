@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { lookup } from "node:dns/promises";
-import { type FSWatcher, rmSync, watch } from "node:fs";
-import { chmod, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { constants, type FSWatcher, rmSync, watch } from "node:fs";
+import { chmod, type FileHandle, open, rename, rm, writeFile } from "node:fs/promises";
 import { isIPv4 } from "node:net";
 import { hostname, networkInterfaces, tmpdir } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
@@ -10,6 +10,7 @@ import { tcpEndpoint } from "./address.ts";
 import { ENV, envInteger, type JobEnv, MAX_SIZE } from "./env.ts";
 import { formatJobKey, type JobKey, makeJobKey, parseJobKey } from "./keys.ts";
 import { expandNodelist } from "./nodelist.ts";
+import { notPrivate, privateFolder } from "./private-folder.ts";
 import { connectTimeoutMs, type RendezvousService, serveRendezvous } from "./rendezvous.ts";
 
 /**
@@ -246,7 +247,7 @@ export function planMeeting(
         `SLURM_JOB_ID with SLURM_STEP_ID is set; set ${ENV.key} and ${ENV.rendezvous}=tcp://HOST:PORT to meet without a file`,
     );
   }
-  const dir = resolve(cwd, env[ENV.rendezvousDir] || (launch.local ? tmpdir() : "."));
+  const dir = resolve(cwd, env[ENV.rendezvousDir] || (launch.local ? localMeetingFolder() : "."));
   const serve: ServeAt = given?.serve ?? {
     host: launch.local ? LOOPBACK : undefined,
     port: "*",
@@ -259,6 +260,20 @@ export function planMeeting(
       `to meet ${instead} without one)`
     : "";
   return { way: "file", serve, file: join(dir, meetingFileName(launch.job)), key, why };
+}
+
+/**
+ * Where ranks on one host meet by default: this user's private folder under the system's temporary folder
+ * (private-folder.ts), so that another user cannot plant a rendezvous file for them. BootstrapError if a folder
+ * of that name is there but is not this user's private one.
+ */
+function localMeetingFolder(): string {
+  const folder = privateFolder(tmpdir());
+  if ("dir" in folder) return folder.dir;
+  throw new BootstrapError(
+    `cannot meet in ${folder.why}; another user may have made it: remove it, or set ${ENV.rendezvousDir} to a ` +
+      "folder of your own",
+  );
 }
 
 /** An address every rank knows, with how rank 0 serves it. */
@@ -561,11 +576,22 @@ function firstFreshFile(file: string, ms: number, onStale: (pid: number) => void
 /** The rendezvous file's content, or undefined while there is none. Rejects if it is unreadable or not one. */
 async function readMeetingFile(file: string): Promise<MeetingFile | undefined> {
   let text: string;
+  let handle: FileHandle;
   try {
-    text = await readFile(file, "utf8");
+    // Not through a link; and only a file of this user's that nobody else may read or write (it holds the key):
+    // in a shared folder, another user could have planted one.
+    handle = await open(file, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    if ((e as NodeJS.ErrnoException).code === "ELOOP") throw new Error("it is a symbolic link, not a rendezvous file");
     throw e;
+  }
+  try {
+    const why = notPrivate(await handle.stat(), "file");
+    if (why !== undefined) throw new Error(`it ${why}: not a rendezvous file written by this user's rank 0`);
+    text = await handle.readFile("utf8");
+  } finally {
+    await handle.close();
   }
   let parsed: { endpoint?: unknown; key?: unknown; pid?: unknown; host?: unknown };
   try {

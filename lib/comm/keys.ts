@@ -63,8 +63,19 @@ export function checkCurve(): void {
  * started without security (`workpool launch --insecure`: no key).
  */
 export function serverOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {
-  return key ? { curveServer: true, curveSecretKey: key.secretKey, curvePublicKey: key.publicKey } : {};
+  const bounded = { handshakeInterval: HANDSHAKE_DEADLINE_MS };
+  return key
+    ? { ...bounded, curveServer: true, curveSecretKey: key.secretKey, curvePublicKey: key.publicKey }
+    : bounded;
 }
+
+/**
+ * How long a connection to a job's socket may take to finish its ZeroMQ handshake (for CURVE: to prove it holds
+ * the job's key) before ZeroMQ drops it (ZMQ_HANDSHAKE_IVL; ZeroMQ's own default is 30 s). The handshake runs
+ * in ZeroMQ's I/O thread, however busy the rank's JavaScript is, so a few seconds is plenty for a peer of the job
+ * (one that is dropped reconnects), and a peer without the key holds a descriptor for at most this long.
+ */
+export const HANDSHAKE_DEADLINE_MS = 5000;
 
 /** Socket options of a CURVE client of the job (a rank's connection to another, to the rendezvous); see above. */
 export function clientOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {

@@ -89,6 +89,7 @@ export async function serveRendezvous(
     endpoint,
     complete,
     close() {
+      if (closed) return;
       closed = true;
       router.close();
     },

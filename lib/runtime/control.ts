@@ -125,6 +125,9 @@ export class ControlChannel {
     }
     // Lines not yet handed to the socket go out before the process ends (it may end before connecting).
     process.on("exit", () => this.flushSync());
+    // A Unix socket is connected in the kernel already: the hello goes out now, before the app's code can keep
+    // the event loop from turning (the launcher drops a connection that says no hello within a few seconds).
+    if ("path" in target) this.flushSync();
   }
 
   /** Sends one record; it waits in order while the connection is not up yet. */

@@ -6,7 +6,18 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, type Server } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -298,12 +309,12 @@ test("with WORKPOOL_KEY in a Slurm step: the step's first host at the derived po
   );
 });
 
-test("without WORKPOOL_KEY: a file named from the job id, in the temporary folder when every rank is here", (t) => {
+test("without WORKPOOL_KEY: a file named from the job id, in this user's private temporary folder when every rank is here", (t) => {
   const cwd = "/work/some/where";
   const local = mpirunEnv(1, 4, "1064304641");
   t.like(planMeeting(launchOf(local), local, cwd), {
     way: "file",
-    file: join(tmpdir(), ".workpool-1064304641.rendezvous"),
+    file: join(tmpdir(), `workpool-${process.getuid?.()}`, ".workpool-1064304641.rendezvous"),
     key: undefined,
     why: "",
   });
@@ -470,6 +481,28 @@ test("a rank whose rendezvous folder does not exist fails at once, naming it", a
   });
   t.is(e?.message, `rank 1: the folder ${dir} of the rendezvous file does not exist (WORKPOOL_RENDEZVOUS_DIR)`);
 });
+
+for (const [what, plant] of [
+  ["a link", (file: string) => symlinkSync(file + ".real", file)],
+  ["readable by others", (file: string) => chmodSync(file, 0o644)],
+  ...(process.getuid?.() === 0 ? [["another user's", (file: string) => chownSync(file, 65534, 65534)] as const] : []),
+] as const) {
+  test(`a planted rendezvous file (${what}) is never used: the rank fails naming it`, async (t) => {
+    // Another user who can write the folder could plant a file naming a rendezvous of theirs and a key they
+    // hold: ranks that used it would hand them the job. It must be a 0600 file of this user's, not a link.
+    const dir = tempFolder(t);
+    const [env0, env1] = fileJob(2, dir) as [NodeJS.ProcessEnv, NodeJS.ProcessEnv];
+    const file = join(dir, meetingFileName(env0.PMIX_NAMESPACE as string));
+    const content = { endpoint: "tcp://127.0.0.1:1", key: makeJobKey(), pid: process.pid, host: hostname() };
+    await writeMeetingFile(what === "a link" ? file + ".real" : file, content);
+    plant(file);
+    const e = await t.throwsAsync(meetForeignJob(launchOf(env1), env1), { instanceOf: BootstrapError });
+    t.regex(
+      e?.message ?? "",
+      /^rank 1: cannot read the rendezvous file \S+ in \S+: (it is a symbolic link|it has mode 0644|it is owned by uid 65534)/,
+    );
+  });
+}
 
 test("a stale file left by a process that is gone is skipped: the rank waits for rank 0's", async (t) => {
   const dir = tempFolder(t);

@@ -7,6 +7,7 @@ import test from "ava";
 import { type ControlRecord, ControlServer } from "../../launcher/control-server.ts";
 import { BootstrapError } from "../../lib/index.ts";
 import { ENV, parseControlAddress } from "../../lib/internal.ts";
+import { flood, openDescriptors } from "../helpers/flood.ts";
 import { fixture, linesOf, run, startNode } from "../helpers/run.ts";
 
 // The control channel (lib/runtime/control.ts): each rank connects to the launcher, says hello with its rank and
@@ -98,6 +99,45 @@ test("a wrong token is refused: the rank exits 1 naming the address, and nothing
   await control.close();
   cleanup();
   t.deepEqual(records, []);
+});
+
+test("strangers that say no hello are bounded: at most maxStrangers held, each dropped at the deadline", async (t) => {
+  // 400 idle connections from another user (uid 65534 when run as root): the server holds at most 16 of them at
+  // once (the oldest dropped first), drops every one of them at its hello deadline, and a rank still gets in.
+  const records: [number, ControlRecord][] = [];
+  let recorded!: () => void;
+  const first = new Promise<void>((resolve) => (recorded = resolve));
+  const control = await ControlServer.listen({
+    address: "tcp://127.0.0.1:0",
+    size: 4,
+    token: "tok",
+    onRecord: (r, m) => {
+      records.push([r, m]);
+      recorded();
+    },
+    helloDeadlineMs: 1000,
+    maxStrangers: 16,
+  });
+  const before = openDescriptors(process.pid);
+  const { host, port } = parseControlAddress(control.address) as { host: string; port: number };
+  const strangers = flood([{ to: { host, port }, count: 400 }]);
+  t.teardown(() => strangers.stop());
+  const settled = await strangers.settled;
+  t.is(settled.opened, 400, JSON.stringify(settled));
+  await control.caughtUp();
+  t.true(control.waiting <= 16, `${control.waiting} held`);
+  // At most the 16 held, beside the flood process's pipes and what spawning it opened here.
+  t.true(openDescriptors(process.pid) - before <= 16 + 16, `${openDescriptors(process.pid) - before} more descriptors`);
+  const code = `const c = globalThis[Symbol.for("workpool.control")]; c.send({ t: "stats", i: 7 }); ${FOREVER}`;
+  const rank = startRank(control.address, "tok", code, 3);
+  await strangers.closedAtLeast(400);
+  t.is(control.dropped, 400, "every stranger was dropped (past the cap, or at its deadline)");
+  t.is(control.waiting, 0);
+  await first;
+  rank.child.kill("SIGKILL");
+  await rank.result;
+  await control.close();
+  t.deepEqual(records, [[3, { t: "stats", i: 7 }]], "the rank got in");
 });
 
 test("the lifeline: once the launcher's end closes, the rank exits at once with status 129", async (t) => {

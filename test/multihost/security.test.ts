@@ -12,6 +12,7 @@ import { join } from "node:path";
 import test, { type ExecutionContext } from "ava";
 import * as zmq from "zeromq";
 import { encodeMessage, pack } from "../../lib/comm/codec.ts";
+import { flood, type FloodTarget, openDescriptors } from "../helpers/flood.ts";
 import { tempFolder } from "../helpers/folders.ts";
 import { canMakeHosts, makeHosts, type TestHost } from "../helpers/hosts.ts";
 import { ok } from "../helpers/hosts-job.ts";
@@ -144,13 +145,21 @@ test.serial("one host, ipc: garbage and keyless ZeroMQ peers at every socket of 
   t.is(secrets.key.length, 80);
   t.deepEqual(secretsOnCommandLines(secrets), [], "no command line holds the key or the token");
 
-  // The job's sockets, found in its folder: each rank's inbox, the rendezvous, the control server.
-  const sockets = readdirSync(dir).filter((name) => statSync(join(dir, name)).isSocket());
-  t.deepEqual(sockets.sort(), ["control", "r0", "r1", "r2", "rendezvous"]);
+  // The job's sockets, found in its folder: each rank's inbox and the control server (the rendezvous stops
+  // listening once every rank has joined, and its socket file goes once ZeroMQ has closed it).
+  const sockets = readdirSync(dir).filter((name) => name !== "rendezvous" && statSync(join(dir, name)).isSocket());
+  t.deepEqual(sockets.sort(), ["control", "r0", "r1", "r2"]);
   t.is(secrets.rendezvous, `ipc://${join(dir, "rendezvous")}`);
   t.is(secrets.control, `ipc://${join(dir, "control")}`);
   const zmtpEndpoints = sockets.filter((name) => name !== "control").map((name) => `ipc://${join(dir, name)}`);
   await attack(t, zmtpEndpoints, secrets.control);
+  // Another user cannot even connect: the job folder is in a private parent of this user's (mode 0700).
+  if (process.getuid?.() === 0) {
+    const strangers = flood(sockets.map((name) => ({ to: { path: join(dir, name) }, count: 50 })));
+    const report = await strangers.settled;
+    await strangers.stop();
+    t.deepEqual(report, { opened: 0, failed: 200, codes: { EACCES: 200 } });
+  }
   await finishes(t, job, go, 3, ready);
 });
 
@@ -176,8 +185,33 @@ withHosts("across hosts, tcp: garbage and keyless ZeroMQ peers at every port of 
   }
   t.is(inboxes.length, 3, inboxes.join(" "));
   const launcherPorts = (await listeners([], [job.pid])).map((s) => `tcp://${s.address}:${s.port}`);
-  t.deepEqual(launcherPorts.sort(), [secrets.rendezvous, secrets.control].sort());
-  await attack(t, [...inboxes, secrets.rendezvous], secrets.control);
+  t.deepEqual(launcherPorts, [secrets.control], "the rendezvous stopped listening once every rank had joined");
+  await attack(t, inboxes, secrets.control);
+
+  // A flood of idle connections from the other host, as another user: the launcher holds a bounded number of
+  // them (its control server drops the oldest stranger past 64), the ranks' ZeroMQ inboxes drop each at the
+  // handshake deadline, and the job goes on to its exact result.
+  // 500 at the launcher's control port, 90 at each rank's inbox (a ZeroMQ listener's backlog is 100: past a full
+  // accept queue the kernel leaves connections half made until its SYN-ACK retries, which no listener sees).
+  const endpoint = (e: string): FloodTarget => {
+    const m = /^tcp:\/\/(.+):(\d+)$/.exec(e) as RegExpExecArray;
+    return { host: m[1] as string, port: Number(m[2]) };
+  };
+  const targets = [
+    { to: endpoint(secrets.control), count: 500 },
+    ...inboxes.map((e) => ({ to: endpoint(e), count: 90 })),
+  ];
+  const total = 500 + 90 * inboxes.length;
+  const before = openDescriptors(job.pid);
+  const strangers = flood(targets, b.ns);
+  t.teardown(() => strangers.stop());
+  const report = await strangers.settled;
+  t.is(report.opened, total, JSON.stringify(report));
+  const held = openDescriptors(job.pid) - before;
+  t.true(held <= 64 + 8, `the launcher holds ${held} more descriptors with 500 strangers at its port`);
+  await strangers.closedAtLeast(report.opened);
+  await strangers.stop();
+  t.true(openDescriptors(job.pid) - before <= 8, "every stranger's descriptor was given back");
   await finishes(t, job, go, 3, ready);
 });
 
