@@ -75,8 +75,8 @@ index.js or a package.json "main"). Everything after <app> is passed to every ra
 
 Options:
   -n, --np N            number of ranks, 1..${MAX_RANKS} (default 1)
-      --pool SPEC       default pool of every rank, e.g. centralized or
-                        distributed,initiation=sender,partner=ring,termination=tree
+      --pool SPEC       default pool of every rank (default distributed: every rank works and steals),
+                        e.g. centralized or distributed,initiation=sender,partner=ring,termination=tree
       --timeout SECONDS end the job, with a non-zero status, after this long
       --force           start the ranks even if they seem not to fit in this machine's memory
       --heartbeat SECONDS  end the job, naming the rank, when a rank sends no heartbeat for this long

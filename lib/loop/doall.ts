@@ -28,7 +28,7 @@ import { type ReduceFn, resolveOp } from "../comm/ops.ts";
 import { World } from "../comm/world.ts";
 import { describe, InvalidArgumentError } from "../errors.ts";
 import { DEFAULT_MODE } from "../pool/config.ts";
-import { parsePoolSpec, type PoolConfig, type PoolOptions } from "../pool/options.ts";
+import { impliedMode, parsePoolSpec, type PoolConfig, type PoolOptions } from "../pool/options.ts";
 import type { PutOptions, RunOptions, RunResult, TaskContext, TaskHandler } from "../pool/types.ts";
 import { DEFAULT_RANGE_COST_MS, doallGrain, PROBE_MS, TimeFilter } from "./grain.ts";
 import {
@@ -454,7 +454,7 @@ function loopPoolOptions(spec: string | undefined): PoolOptions | undefined {
   } catch {
     return undefined; // world.pool() reports the bad spec, naming it
   }
-  const centralized = (fromSpec.mode ?? DEFAULT_MODE) === "centralized";
+  const centralized = (fromSpec.mode ?? impliedMode(fromSpec) ?? DEFAULT_MODE) === "centralized";
   return centralized && fromSpec.coordinatorWorks === undefined ? { coordinatorWorks: true } : undefined;
 }
 

@@ -68,7 +68,13 @@ export function comboFromName(name: string): DistributedCombination | undefined 
   return DISTRIBUTED_COMBINATIONS.find((c) => comboName(c) === name);
 }
 
-export const DEFAULT_MODE: PoolMode = "centralized";
+/**
+ * A pool that names no mode, and sets no option only one mode has (options.ts `impliedMode`), is distributed:
+ * every rank runs tasks and steals (receiver-initiated, random partners), which ran the bench's apps at
+ * 0.75-0.99 of the machine at `-n` = cores where the centralized pool, whose coordinator only deals (the seed
+ * slides' protocol), reached 0.19-0.51 (issue 28).
+ */
+export const DEFAULT_MODE: PoolMode = "distributed";
 export const DEFAULT_ORDER: TaskOrder = "lifo";
 export const DEFAULT_COORDINATOR = 0;
 /** Centralized: most tasks in one grant; 0 = chosen from measured rates. */

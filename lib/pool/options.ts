@@ -192,6 +192,17 @@ export function parsePoolSpec(spec: string): PoolOptions {
 }
 
 /**
+ * The mode that options naming none imply: centralized if they set an option only centralized pools have
+ * (`retries`, `keep`, ...), distributed if one only distributed pools have, else undefined (DEFAULT_MODE).
+ */
+export function impliedMode(options: PoolOptions): PoolMode | undefined {
+  const set = (Object.keys(options) as (keyof PoolOptions)[]).filter((k) => options[k] !== undefined);
+  if (set.some((k) => KEYS[k] === "centralized")) return "centralized";
+  if (set.some((k) => KEYS[k] === "distributed")) return "distributed";
+  return undefined;
+}
+
+/**
  * Resolves options against the launcher's spec and the defaults, and validates them all up front.
  * Options given in code override the spec key by key; a code `mode` different from the spec's drops the spec.
  */
@@ -209,10 +220,10 @@ export function resolvePoolConfig(
     if (!(key in KEYS))
       throw new ConfigError(`unknown pool option \`${key}\` (known: ${Object.keys(KEYS).join(", ")})`);
   }
-  const specMode = fromSpec.mode ?? DEFAULT_MODE;
+  const specMode = fromSpec.mode ?? impliedMode(fromSpec) ?? impliedMode(code) ?? DEFAULT_MODE;
   const merged: PoolOptions =
     code.mode !== undefined && code.mode !== specMode ? { ...code } : { ...fromSpec, ...code };
-  const mode = oneOf("mode", merged.mode ?? DEFAULT_MODE, MODES);
+  const mode = oneOf("mode", merged.mode ?? impliedMode(merged) ?? DEFAULT_MODE, MODES);
   for (const key of Object.keys(merged) as (keyof PoolOptions)[]) {
     const where = KEYS[key];
     if (merged[key] !== undefined && where !== "both" && where !== mode) {

@@ -379,7 +379,7 @@ test("block matching --loop: the summary line names the loop's pool and grains; 
   ok(t, summary);
   t.regex(
     rank0(summary.stdout)[0] ?? "",
-    /^block-matching: 3 frame pairs of 96x72, 12x9 blocks of 8x8, range 5: 324 vectors, SAD total \d+ \(loop on centralized, 1 ranks, [\d.]+ s\); frames loaded per rank: 4 \(cache 3, grain per rank 5\)$/,
+    /^block-matching: 3 frame pairs of 96x72, 12x9 blocks of 8x8, range 5: 324 vectors, SAD total \d+ \(loop on distributed, 1 ranks, [\d.]+ s\); frames loaded per rank: 4 \(cache 3, grain per rank 5\)$/,
   );
   for (const [r, message] of [
     [grainAlone, "block-matching: --grain applies to --loop only"],

@@ -128,9 +128,9 @@ for (const [ranks, pool] of [
   });
 }
 
-test("app: on the default centralized pool the coordinator runs rows too; told not to work, it runs none", async (t) => {
+test("app: on a centralized pool the coordinator runs rows too; told not to work, it runs none", async (t) => {
   const [works, idle] = await Promise.all([
-    launch(2, undefined, [...SMALL, "--json"]),
+    launch(2, "centralized", [...SMALL, "--json"]),
     launch(2, "centralized,coordinatorWorks=false", [...SMALL, "--json"]),
   ]);
   const a = checkedJson(t, works);

@@ -333,7 +333,7 @@ test("block matching with no arguments: the default generated sequence, its know
   ok(t, r);
   t.regex(
     rank0(r.stdout)[0] ?? "",
-    /^block-matching: 5 frame pairs of 640x360, 40x22 blocks of 16x16, range 8: 4400 vectors, SAD total \d+ \(centralized, 4 ranks/,
+    /^block-matching: 5 frame pairs of 640x360, 40x22 blocks of 16x16, range 8: 4400 vectors, SAD total \d+ \(distributed, 4 ranks/,
   );
   const motion = rank0(r.stderr).find((l) => l.includes("known motion")) ?? r.stderr;
   const m = /known motion recovered on (\d+) of (\d+) interior blocks$/.exec(motion);
@@ -370,7 +370,7 @@ test("shortest paths with no arguments: the default grid, distributed on 4 ranks
 });
 
 test("shortest paths --json on 4 ranks, centralized, a smaller generated grid", async (t) => {
-  const r = await launch(4, undefined, SHORTEST_PATHS, ["--json", "--generate", "grid:40x50"]);
+  const r = await launch(4, "centralized", SHORTEST_PATHS, ["--json", "--generate", "grid:40x50"]);
   ok(t, r);
   const json = jsonLine(t, r);
   const d = dijkstra(generateGraph("grid:40x50", 1), 0);

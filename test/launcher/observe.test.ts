@@ -14,7 +14,7 @@ function scratch(): string {
 test("--trace writes Trace Event Format JSON with one track per rank", async (t) => {
   const dir = scratch();
   const file = join(dir, "trace.json");
-  const r = await run(["-n", "4", "--trace", file, TREE, "5", "4"]);
+  const r = await run(["-n", "4", "--pool", "centralized", "--trace", file, TREE, "5", "4"]);
   t.is(r.code, 0, r.stderr);
   const trace = JSON.parse(readFileSync(file, "utf8")) as {
     traceEvents: {
@@ -53,7 +53,7 @@ test("--trace writes Trace Event Format JSON with one track per rank", async (t)
 });
 
 test("--stats prints the per-rank table; no progress line when stderr is piped", async (t) => {
-  const r = await run(["-n", "3", "--stats", TREE, "5", "4"]);
+  const r = await run(["-n", "3", "--pool", "centralized", "--stats", TREE, "5", "4"]);
   t.is(r.code, 0, r.stderr);
   t.regex(r.stderr, /workpool: pool1 run 1 \(centralized\) statistics/);
   t.regex(r.stderr, /\nall\s+1,365\s+1,365\s/);

@@ -3,9 +3,9 @@ import { fixture, run, startNode } from "../helpers/run.ts";
 
 const SCENARIOS = fixture("pool-scenarios.ts");
 
-/** Runs a scenario on `n` ranks and returns rank 0's `result` JSON. */
-async function scenario(n: number, name: string, args: string[] = [], pool?: string) {
-  const flags = ["-n", String(n), "--timeout", "90", ...(pool ? ["--pool", pool] : [])];
+/** Runs a scenario on `n` ranks (a centralized pool unless `pool` says otherwise) and returns rank 0's `result` JSON. */
+async function scenario(n: number, name: string, args: string[] = [], pool = "centralized") {
+  const flags = ["-n", String(n), "--timeout", "90", "--pool", pool];
   const r = await run([...flags, SCENARIOS, name, ...args]);
   const line = r.stdout.split("\n").find((l) => l.startsWith("[0] result "));
   return { ...r, result: line ? JSON.parse(line.slice("[0] result ".length)) : undefined };
@@ -62,7 +62,7 @@ test("an empty pool terminates on every rank", async (t) => {
 });
 
 test("a handler error rejects run on every rank with a TaskError and ends the job", async (t) => {
-  const r = await run(["-n", "3", "--timeout", "60", SCENARIOS, "failing"]);
+  const r = await run(["-n", "3", "--timeout", "60", "--pool", "centralized", SCENARIOS, "failing"]);
   t.not(r.code, 0);
   const caught = r.stdout.split("\n").filter((l) => l.includes("caught TaskError"));
   t.is(caught.length, 3, r.stdout);
