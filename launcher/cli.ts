@@ -27,6 +27,7 @@ import {
   totalSlots,
 } from "./hosts.ts";
 import { type JobOptions, runJob } from "./job.ts";
+import { checkOutputFile } from "./output-path.ts";
 import { UsageError } from "./usage-error.ts";
 
 const MAX_RANKS = 1024;
@@ -296,6 +297,8 @@ async function launch(argv: string[]): Promise<number> {
   checkMemory(placement ? placement.filter(isLocalHost).length : ranks, force);
   const { app, args } = opts.app("launch");
   const appFile = resolveApp(app);
+  if (trace !== undefined) checkOutputFile("--trace", trace);
+  if (statsJson !== undefined) checkOutputFile("--stats-json", statsJson);
   return runJob({
     np: ranks,
     app: appFile,

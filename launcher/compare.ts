@@ -7,6 +7,7 @@ import { DISTRIBUTED_COMBINATIONS, distributedSpec, resolvePoolConfig } from "..
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
 import { OptionReader } from "./argv.ts";
+import { checkOutputFile, checkOutputFolder } from "./output-path.ts";
 import { shortLabel } from "./compare-labels.ts";
 import { agreementHeadline, checkAgreement, resultLine } from "./compare-results.ts";
 import type {
@@ -384,7 +385,14 @@ export async function runCompare(opts: CompareOptions): Promise<number> {
           say(`compare: ${round}: ${c.spec} -n ${c.np} failed (${c.failed})`);
           continue;
         }
-        const records = JSON.parse(readFileSync(statsFile, "utf8")) as StatsRecord[];
+        let records: StatsRecord[];
+        try {
+          records = JSON.parse(readFileSync(statsFile, "utf8")) as StatsRecord[];
+        } catch (e) {
+          c.failed = `no statistics (${(e as Error).message}): ${failureLine(r.stderr)}`;
+          say(`compare: ${round}: ${c.spec} -n ${c.np} failed (${c.failed})`);
+          continue;
+        }
         const m = metricsOf(records, c.np, resultLine(r.stdout, opts.ignore));
         c.runs.push(m);
         say(`compare: ${round}: ${c.spec} -n ${c.np}: ${(m.wallMs / 1000).toFixed(3)} s`);
@@ -521,6 +529,9 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
     }
   }
   const { app, args } = opts.app("compare");
+  const appFile = resolveApp(app);
+  if (report !== undefined) checkOutputFile("--report", report);
+  if (traceDir !== undefined) checkOutputFolder("--trace-dir", traceDir);
   return {
     ranks,
     pools: pools.length > 0 ? [...new Set(pools)] : defaultPools(),
@@ -531,7 +542,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
     ignore,
     baseline,
     launchArgs,
-    app: resolveApp(app),
+    app: appFile,
     args,
   };
 }

@@ -219,6 +219,13 @@ export class ControlServer {
     } catch {
       return;
     }
-    if (record !== null && typeof record === "object") this.opts.onRecord(rank, record as ControlRecord);
+    if (record === null || typeof record !== "object") return;
+    // A report that cannot be handled (its file cannot be written) is lost, never the job or the connection.
+    try {
+      this.opts.onRecord(rank, record as ControlRecord);
+    } catch (e) {
+      const kind = JSON.stringify((record as ControlRecord).t);
+      process.stderr.write(`workpool: warning: rank ${rank}'s ${kind} report was lost: ${(e as Error).message}\n`);
+    }
   }
 }
