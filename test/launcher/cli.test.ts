@@ -162,7 +162,7 @@ test("a --node-arg node refuses fails the job with node's own words and its stat
   );
 });
 
-test("an unusable TMPDIR (missing, not a folder) is one line naming it, status 2, and nothing made", async (t) => {
+test("an unusable TMPDIR (missing, not a folder, no folder can be made in it) is one line naming it, status 2, and nothing made", async (t) => {
   const missing = join(ROOT, "test", "no-such-tmp");
   for (const [tmp, why] of [
     [missing, "no such folder"],
@@ -178,6 +178,14 @@ test("an unusable TMPDIR (missing, not a folder) is one line naming it, status 2
     );
   }
   t.false(existsSync(missing));
+  // A folder no one can make a folder in (procfs on Linux: ENOENT to mkdir, even for root).
+  const proc = await startWorkpool(["launch", HELLO], { TMPDIR: "/proc" }).result;
+  t.is(proc.code, 2, proc.stderr);
+  t.regex(
+    proc.stderr,
+    /^workpool: TMPDIR="\/proc" cannot hold the job's temporary files: no folder can be made in it \(E[A-Z]+\); /,
+  );
+  t.is(linesOf(proc.stderr).length, 1);
 });
 
 test("a job whose ranks cannot fit in memory is refused with the estimate, unless forced", (t) => {
