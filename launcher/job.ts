@@ -70,6 +70,9 @@ const BEATS_PER_TIMEOUT = 6;
 /** ssh's status when the connection to the host was lost (or never made). */
 const SSH_LOST = 255;
 
+/** Node's exit status for an option it does not take (its "Invalid Argument"). */
+const NODE_BAD_OPTION = 9;
+
 /** How many of a rank's first stderr lines, before it reports, are kept to explain a failed start. */
 const EARLY_STDERR_LINES = 20;
 
@@ -438,8 +441,8 @@ function how(code: number | null, signal: NodeJS.Signals | null): string {
  * wrote that names it. Node's last line would blame the wrong flag: after a bad option it complains about
  * options it adds itself (`bad option: --harmony-import-attributes`).
  */
-function refusedNodeArg(r: Rank, nodeArgs: readonly string[]): string | undefined {
-  if (r.heard || nodeArgs.length === 0) return undefined;
+function refusedNodeArg(r: Rank, code: number | null, nodeArgs: readonly string[]): string | undefined {
+  if (r.heard || code !== NODE_BAD_OPTION || nodeArgs.length === 0) return undefined;
   const name = (arg: string) => arg.split("=")[0] as string;
   for (const named of [(a: string) => a, name]) {
     for (const line of r.earlyStderr) {
@@ -473,7 +476,7 @@ function summarize(
   nodeArgs: readonly string[],
 ): string {
   const head = `workpool: ${where(failure.rank)} failed (${how(failure.code, failure.signal)})`;
-  const refused = refusedNodeArg(ranks[failure.rank] as Rank, nodeArgs);
+  const refused = refusedNodeArg(ranks[failure.rank] as Rank, failure.code, nodeArgs);
   if (refused) return `${head}: ${refused}`;
   const own = lastWords(ranks[failure.rank] as Rank);
   if (own) return `${head}: ${own}`;
