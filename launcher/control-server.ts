@@ -158,12 +158,25 @@ export class ControlServer {
     this.strangers.add(socket);
     let rank: number | undefined;
     let refused = false;
-    let rest = "";
+    /** The start of a line not ended yet, in pieces: a megabyte trace line is joined once, not per chunk. */
+    let rest: string[] = [];
+    let restLength = 0;
     socket.setEncoding("utf8");
     socket.on("data", (chunk: string) => {
       if (refused) return;
-      const lines = (rest + chunk).split("\n");
-      rest = lines.pop() ?? "";
+      if (!chunk.includes("\n")) {
+        rest.push(chunk);
+        restLength += chunk.length;
+        if (rank === undefined && restLength > MAX_HELLO) {
+          refused = true;
+          socket.destroy();
+        }
+        return;
+      }
+      const lines = (rest.join("") + chunk).split("\n");
+      const last = lines.pop() ?? "";
+      rest = last === "" ? [] : [last];
+      restLength = last.length;
       for (const line of lines) {
         if (rank !== undefined) {
           this.record(rank, line);
@@ -180,7 +193,7 @@ export class ControlServer {
         this.ranks.set(socket, rank);
         if (this.broadcasts.length > 0) this.send(socket, Buffer.from(this.broadcasts.join("")));
       }
-      if (rank === undefined && rest.length > MAX_HELLO) {
+      if (rank === undefined && restLength > MAX_HELLO) {
         refused = true;
         socket.destroy();
       }

@@ -117,6 +117,29 @@ for (const kind of ["ipc", "tcp"] as const) {
   });
 }
 
+for (const kind of ["ipc", "tcp"] as const) {
+  for (const end of ["process.exit(0)", "the end of the program"]) {
+    test(`over ${kind}: a report larger than the socket takes, then ${end}: it and every record after it arrive`, async (t) => {
+      const ipc = kind === "ipc" ? ipcAddress() : undefined;
+      const { control, records } = await server(ipc?.address ?? "tcp://127.0.0.1:0", "tok");
+      // A run's trace can be megabytes; the statistics follow it. Sent once the channel is connected.
+      const exit = end === "process.exit(0)" ? "process.exit(0);" : "";
+      const code =
+        `const c = globalThis[Symbol.for("workpool.control")]; c.send({ t: "beat" }); setTimeout(() => {` +
+        `c.send({ t: "trace", lines: "x".repeat(8e6) }); c.send({ t: "stats", n: 1 }); ${exit} }, 50);`;
+      const result = await startRank(control.address, "tok", code).result;
+      await control.close();
+      ipc?.cleanup();
+      t.is(result.code, 0, result.stderr);
+      t.deepEqual(
+        records.map(([, m]) => m.t),
+        ["beat", "trace", "stats"],
+      );
+      t.is(String(records[1]?.[1].lines).length, 8e6);
+    });
+  }
+}
+
 test("a wrong token is refused: the rank exits 1 naming the address, and nothing it sends is taken", async (t) => {
   const { address, cleanup } = ipcAddress();
   const { control, records } = await server(address, "the-job's");
