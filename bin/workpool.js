@@ -3,7 +3,9 @@
 // ranks of a JavaScript app load none either) when that build is there and up to date; otherwise, in a checkout
 // whose sources changed since `npm run build`, the TypeScript sources through tsx. WORKPOOL_FROM=dist or
 // WORKPOOL_FROM=source forces one (docs/package.md).
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmdirSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildState } from "./build-state.js";
 
@@ -14,6 +16,34 @@ if (from !== undefined && from !== "" && from !== "dist" && from !== "source") {
   process.stderr.write(`workpool: WORKPOOL_FROM must be dist or source; got ${JSON.stringify(from)}\n`);
   process.exit(2);
 }
+// The temporary folder holds every job's folder (sockets, traces) and tsx's cache: one that cannot be used is
+// one line naming the variable, not a stack trace from whichever part of the launcher first needed it.
+const tmpVar = ["TMPDIR", "TMP", "TEMP"].find((name) => process.env[name]);
+if (tmpVar !== undefined) {
+  const dir = tmpdir();
+  try {
+    rmdirSync(mkdtempSync(join(dir, "wp-check-")));
+  } catch (e) {
+    let kind = "missing";
+    try {
+      kind = statSync(dir).isDirectory() ? "folder" : "other";
+    } catch {
+      /* missing, or under a file */
+    }
+    const why =
+      kind === "missing"
+        ? "no such folder"
+        : kind === "other"
+          ? "not a folder"
+          : `no folder can be made in it (${e.code ?? e.message})`;
+    process.stderr.write(
+      `workpool: ${tmpVar}=${JSON.stringify(process.env[tmpVar])} cannot hold the job's temporary files: ${why}; ` +
+        `set ${tmpVar} to a folder you can write in, or unset it\n`,
+    );
+    process.exit(2);
+  }
+}
+
 const fromDist = from === "dist" || (from !== "source" && buildState(ROOT) === "fresh");
 let main;
 if (fromDist || !existsSync(new URL("../launcher/cli.ts", import.meta.url))) {

@@ -27,6 +27,7 @@ import {
   totalSlots,
 } from "./hosts.ts";
 import { type JobOptions, runJob } from "./job.ts";
+import { checkOutputFile } from "./output-path.ts";
 import { UsageError } from "./usage-error.ts";
 
 const MAX_RANKS = 1024;
@@ -111,10 +112,11 @@ Exit status: 0 when every rank exits 0; otherwise the failing rank's status (128
 
 const COMPARE_HELP = `Usage: workpool compare [options] <app> [app args...]
 
-Runs <app> under each pool configuration, K times each, at each rank count, and prints a table: median
-wall time in pool runs (min, max), tasks, tasks moved, pool messages, idle fraction, busy fraction
-(busy / (ranks x wall)), termination latency, and with --baseline speedup and efficiency; the fastest
-at each rank count is marked. Checks that every run's rank-0 JSON result line agrees (pass the app's
+Runs <app> under each pool configuration, K times each, at each rank count, in K rounds that each run
+the baseline and every configuration once (round robin), and prints a table: median wall time in pool
+runs (min, max), tasks, tasks moved, pool messages, idle fraction, busy fraction (busy / (ranks x wall)),
+termination latency, and with --baseline speedup and efficiency, each a median with (min..max) over the
+runs when they differ; the fastest at each rank count is marked. Checks that every run's rank-0 JSON result line agrees (pass the app's
 --json flag); a disagreement is printed first, marks no configuration fastest, and makes the status 1.
 The check leaves out, at any depth, timing keys (last word seconds, ms, millis or time: seconds,
 seqSeconds, solveMs, wall_time), the names elapsed, wall, variant, pool, mode, ranks, np, and --ignore.
@@ -128,7 +130,8 @@ Options:
       --repeat K      runs per configuration (default 3)
       --baseline CMD  a sequential reference: shell command line run K times; its time is the median of its
                       wall times (start-up included) or, if it prints a JSON line with a numeric "seconds"
-                      key, of those; adds speedup (baseline / median) and efficiency (speedup / ranks)
+                      key, of those; adds speedup (baseline / wall, run by run within a round) and
+                      efficiency (speedup / ranks)
       --ignore KEY    leave result key KEY out of the agreement check (repeatable)
       --report FILE   write a self-contained HTML report: agreement, table, efficiency against ranks, bar
                       chart, per-rank timelines on one time scale
@@ -294,6 +297,8 @@ async function launch(argv: string[]): Promise<number> {
   checkMemory(placement ? placement.filter(isLocalHost).length : ranks, force);
   const { app, args } = opts.app("launch");
   const appFile = resolveApp(app);
+  if (trace !== undefined) checkOutputFile("--trace", trace);
+  if (statsJson !== undefined) checkOutputFile("--stats-json", statsJson);
   return runJob({
     np: ranks,
     app: appFile,

@@ -72,6 +72,13 @@ export type Agreement =
   /** No run finished. */
   | { readonly kind: "none" };
 
+/** A figure over a configuration's runs: its median, and the least and greatest a run gave. */
+export interface Spread {
+  readonly min: number;
+  readonly median: number;
+  readonly max: number;
+}
+
 export interface Row {
   readonly spec: string;
   /** A short readable name (`dist recv/random/token`); `spec` is the full one. */
@@ -87,10 +94,25 @@ export interface Row {
   /** Busy time / (ranks x wall). */
   readonly busyFraction: number;
   readonly terminationMs: number;
-  /** Baseline seconds / median seconds; undefined without a baseline. */
+  /** The median over runs of baseline seconds / wall seconds (paired by round); undefined without a baseline. */
   readonly speedup: number | undefined;
   /** Speedup / ranks; undefined without a baseline. */
   readonly efficiency: number | undefined;
+  /**
+   * Each figure's spread over the runs (the fields above are the medians). Speedup and efficiency are taken run
+   * by run, each run against the baseline run of its round (compare interleaves them), so load that drifts
+   * during a compare widens the spread instead of shifting one configuration.
+   */
+  readonly spread: {
+    readonly tasks: Spread;
+    readonly moved: Spread;
+    readonly messages: Spread;
+    readonly idleFraction: Spread;
+    readonly busyFraction: Spread;
+    readonly terminationMs: Spread;
+    readonly speedup: Spread | undefined;
+    readonly efficiency: Spread | undefined;
+  };
   /** The fastest row at its rank count; never set when the results disagree. */
   readonly fastest: boolean;
 }

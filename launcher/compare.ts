@@ -7,6 +7,7 @@ import { DISTRIBUTED_COMBINATIONS, distributedSpec, resolvePoolConfig } from "..
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
 import { OptionReader } from "./argv.ts";
+import { checkOutputFile, checkOutputFolder } from "./output-path.ts";
 import { shortLabel } from "./compare-labels.ts";
 import { agreementHeadline, checkAgreement, resultLine } from "./compare-results.ts";
 import type {
@@ -17,6 +18,7 @@ import type {
   ResultLine,
   Row,
   RunMetrics,
+  Spread,
 } from "./compare-types.ts";
 import { metricCells, metricHeads } from "./compare-cells.ts";
 import { renderReport } from "./report-html.ts";
@@ -206,9 +208,34 @@ export function reportedSeconds(stdout: string): number | undefined {
   return undefined;
 }
 
+/** One run of the sequential reference: its wall time and the `seconds` it printed, if any. */
+interface BaselineRun {
+  readonly wallS: number;
+  readonly reportedS: number | undefined;
+}
+
+/** Runs the sequential reference once through the shell; rejects with the reason it failed. */
+async function runBaselineOnce(command: string, timeoutSeconds: number | undefined): Promise<BaselineRun> {
+  const r = await runToEnd(command, [], true, timeoutSeconds);
+  if (r.code !== 0) {
+    const why = r.code === null ? `killed after ${timeoutSeconds} s` : `exit ${r.code}`;
+    throw new Error(`${why}: ${lastLine(r.stderr) || lastLine(r.stdout)}`);
+  }
+  return { wallS: r.ms / 1000, reportedS: reportedSeconds(r.stdout) };
+}
+
+/** Each run's time is the `seconds` it printed (see `reportedSeconds`), or its wall time when a run printed none. */
+function baselineOf(command: string, runs: readonly BaselineRun[]): Baseline {
+  const fromJson = runs.every((r) => r.reportedS !== undefined);
+  const runsS = runs.map((r) => (fromJson ? (r.reportedS as number) : r.wallS));
+  return { command, runsS, seconds: median(runsS), source: fromJson ? "json" : "wall" };
+}
+
+const secondsOf = (r: BaselineRun) => r.reportedS ?? r.wallS;
+
 /**
- * Runs the sequential reference `repeat` times through the shell. Each run's time is the `seconds` it prints
- * (see `reportedSeconds`), or its wall time when no run prints one. Rejects with the reason a run failed.
+ * Runs the sequential reference `repeat` times through the shell, one after the other (see `baselineOf` for
+ * each run's time). Rejects with the reason a run failed.
  */
 export async function runBaseline(
   command: string,
@@ -216,47 +243,62 @@ export async function runBaseline(
   timeoutSeconds: number | undefined,
   progress: (line: string) => void = () => {},
 ): Promise<Baseline> {
-  const walls: number[] = [];
-  const reported: (number | undefined)[] = [];
+  const runs: BaselineRun[] = [];
   for (let k = 1; k <= repeat; k++) {
-    const r = await runToEnd(command, [], true, timeoutSeconds);
-    if (r.code !== 0) {
-      const why = r.code === null ? `killed after ${timeoutSeconds} s` : `exit ${r.code}`;
-      throw new Error(`${why}: ${lastLine(r.stderr) || lastLine(r.stdout)}`);
-    }
-    walls.push(r.ms / 1000);
-    reported.push(reportedSeconds(r.stdout));
-    const s = reported.at(-1) ?? (walls.at(-1) as number);
-    progress(`compare: baseline run ${k}/${repeat}: ${s.toFixed(3)} s`);
+    runs.push(await runBaselineOnce(command, timeoutSeconds));
+    progress(`compare: baseline run ${k}/${repeat}: ${secondsOf(runs.at(-1) as BaselineRun).toFixed(3)} s`);
   }
-  const fromJson = reported.every((s) => s !== undefined);
-  const runsS = fromJson ? (reported as number[]) : walls;
-  return { command, runsS, seconds: median(runsS), source: fromJson ? "json" : "wall" };
+  return baselineOf(command, runs);
 }
 
+/** The median and range of `xs` (not empty). */
+export function spreadOf(xs: readonly number[]): Spread {
+  return { min: Math.min(...xs), median: median(xs), max: Math.max(...xs) };
+}
+
+/**
+ * A configuration's row: every figure's median and range over its runs. Speedups are paired by round: run k
+ * against the baseline's run k (compare runs them in the same round), or the baseline's median past its runs.
+ */
 export function summarize(c: ConfigSummary, baseline: Baseline | undefined): Omit<Row, "fastest"> | undefined {
   if (c.runs.length === 0) return undefined;
   const walls = c.runs.map((r) => r.wallMs);
-  const mid = median(walls);
-  // The run whose wall time is the median (the lower middle one for an even count).
-  const sorted = [...walls].sort((a, b) => a - b);
-  const pick = c.runs[walls.indexOf(sorted[(sorted.length - 1) >> 1] as number)] as RunMetrics;
-  const speedup = baseline && mid > 0 ? baseline.seconds / (mid / 1000) : undefined;
+  const of = (figure: (r: RunMetrics) => number) => spreadOf(c.runs.map(figure));
+  const speedups = baseline
+    ? c.runs.flatMap((r, k) => (r.wallMs > 0 ? [(baseline.runsS[k] ?? baseline.seconds) / (r.wallMs / 1000)] : []))
+    : [];
+  const speedup = speedups.length > 0 ? spreadOf(speedups) : undefined;
+  const efficiency = speedup && {
+    min: speedup.min / c.np,
+    median: speedup.median / c.np,
+    max: speedup.max / c.np,
+  };
+  const spread = {
+    tasks: of((r) => r.tasks),
+    moved: of((r) => r.moved),
+    messages: of((r) => r.messages),
+    idleFraction: of((r) => (r.rankWallMs > 0 ? r.idleMs / r.rankWallMs : 0)),
+    busyFraction: of((r) => (r.wallMs > 0 ? r.busyMs / (c.np * r.wallMs) : 0)),
+    terminationMs: of((r) => r.terminationMs),
+    speedup,
+    efficiency,
+  };
   return {
     spec: c.spec,
     label: shortLabel(c.spec),
     np: c.np,
-    medianS: mid / 1000,
+    medianS: median(walls) / 1000,
     minS: Math.min(...walls) / 1000,
     maxS: Math.max(...walls) / 1000,
-    tasks: pick.tasks,
-    moved: pick.moved,
-    messages: pick.messages,
-    idleFraction: pick.rankWallMs > 0 ? pick.idleMs / pick.rankWallMs : 0,
-    busyFraction: pick.wallMs > 0 ? pick.busyMs / (c.np * pick.wallMs) : 0,
-    terminationMs: median(c.runs.map((r) => r.terminationMs)),
-    speedup,
-    efficiency: speedup === undefined ? undefined : speedup / c.np,
+    tasks: spread.tasks.median,
+    moved: spread.moved.median,
+    messages: spread.messages.median,
+    idleFraction: spread.idleFraction.median,
+    busyFraction: spread.busyFraction.median,
+    terminationMs: spread.terminationMs.median,
+    speedup: speedup?.median,
+    efficiency: efficiency?.median,
+    spread,
   };
 }
 
@@ -288,62 +330,93 @@ export function formatCompare(rows: readonly Row[]): string {
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
-/** Runs every configuration `repeat` times at each rank count, prints the table and the agreement check; resolves to an exit status. */
+/**
+ * Runs every configuration `repeat` times at each rank count, and the baseline as often, interleaved round
+ * robin: each round runs the baseline once and every configuration once, starting one further along the list
+ * than the round before. Load that drifts during a compare (other jobs, a warming machine) then falls on
+ * every configuration alike and shows as spread, where running them block by block made it a difference
+ * between them (an efficiency of 111% at one rank). A configuration, or the baseline, that fails is not run
+ * again. Prints the table and the agreement check; resolves to an exit status.
+ */
 export async function runCompare(opts: CompareOptions): Promise<number> {
   const work = mkdtempSync(join(tmpdir(), "wp-compare-"));
-  const configs: ConfigSummary[] = [];
   const say = (line: string) => process.stderr.write(`${line}\n`);
   if (opts.traceDir) mkdirSync(opts.traceDir, { recursive: true });
   const traceFor = (spec: string, np: number) => {
     if (!opts.traceDir && !opts.report) return undefined;
     return join(opts.traceDir ?? work, `${spec.replace(/[^a-z0-9=-]+/gi, "_")}.n${np}.trace.json`);
   };
+  const configs = opts.ranks.flatMap((np) =>
+    opts.pools.map((spec) => ({
+      spec,
+      np,
+      runs: [] as RunMetrics[],
+      failed: undefined as string | undefined,
+      tracePath: traceFor(spec, np),
+    })),
+  );
   let status = 0;
   try {
-    let baseline: Baseline | undefined;
+    const baselineRuns: BaselineRun[] = [];
     let baselineFailed: string | undefined;
-    if (opts.baseline !== undefined) {
-      try {
-        baseline = await runBaseline(opts.baseline, opts.repeat, opts.timeoutSeconds, say);
-      } catch (e) {
-        baselineFailed = (e as Error).message;
-        say(`compare: baseline failed (${baselineFailed})`);
-      }
-    }
-    for (const np of opts.ranks) {
-      for (const spec of opts.pools) {
-        const summary = { spec, np, runs: [] as RunMetrics[], failed: undefined as string | undefined };
-        const tracePath = traceFor(spec, np);
-        for (let k = 1; k <= opts.repeat; k++) {
-          const statsFile = join(work, `stats-${configs.length}-${k}.json`);
-          const r = await launchOnce(opts, np, spec, statsFile, k === 1 ? tracePath : undefined);
-          if (r.code !== 0) {
-            summary.failed = `exit ${r.code}: ${failureLine(r.stderr)}`;
-            say(`compare: ${spec} -n ${np} run ${k} failed (${summary.failed})`);
-            break;
+    // The units of a round: the baseline (-1), if any, and each configuration (its index).
+    const units = [...(opts.baseline !== undefined ? [-1] : []), ...configs.keys()];
+    for (let k = 1; k <= opts.repeat; k++) {
+      const round = `round ${k}/${opts.repeat}`;
+      for (let u = 0; u < units.length; u++) {
+        const unit = units[(u + k - 1) % units.length] as number;
+        if (unit === -1) {
+          if (baselineFailed !== undefined) continue;
+          try {
+            baselineRuns.push(await runBaselineOnce(opts.baseline as string, opts.timeoutSeconds));
+            say(`compare: ${round}: baseline: ${secondsOf(baselineRuns.at(-1) as BaselineRun).toFixed(3)} s`);
+          } catch (e) {
+            baselineFailed = (e as Error).message;
+            say(`compare: ${round}: baseline failed (${baselineFailed})`);
           }
-          const records = JSON.parse(readFileSync(statsFile, "utf8")) as StatsRecord[];
-          const m = metricsOf(records, np, resultLine(r.stdout, opts.ignore));
-          summary.runs.push(m);
-          say(`compare: ${spec} -n ${np} run ${k}/${opts.repeat}: ${(m.wallMs / 1000).toFixed(3)} s`);
+          continue;
         }
-        configs.push({ ...summary, tracePath });
+        const c = configs[unit] as (typeof configs)[number];
+        if (c.failed !== undefined) continue;
+        const statsFile = join(work, `stats-${unit}-${k}.json`);
+        const r = await launchOnce(opts, c.np, c.spec, statsFile, k === 1 ? c.tracePath : undefined);
+        if (r.code !== 0) {
+          c.failed = `exit ${r.code}: ${failureLine(r.stderr)}`;
+          say(`compare: ${round}: ${c.spec} -n ${c.np} failed (${c.failed})`);
+          continue;
+        }
+        let records: StatsRecord[];
+        try {
+          records = JSON.parse(readFileSync(statsFile, "utf8")) as StatsRecord[];
+        } catch (e) {
+          c.failed = `no statistics (${(e as Error).message}): ${failureLine(r.stderr)}`;
+          say(`compare: ${round}: ${c.spec} -n ${c.np} failed (${c.failed})`);
+          continue;
+        }
+        const m = metricsOf(records, c.np, resultLine(r.stdout, opts.ignore));
+        c.runs.push(m);
+        say(`compare: ${round}: ${c.spec} -n ${c.np}: ${(m.wallMs / 1000).toFixed(3)} s`);
       }
     }
+    const baseline =
+      opts.baseline !== undefined && baselineFailed === undefined ? baselineOf(opts.baseline, baselineRuns) : undefined;
     const agreement = checkAgreement(configs);
     const rows = tableRows(configs, opts.pools, baseline, agreement);
     const out: string[] = [];
     const sweep = opts.ranks.length > 1;
     out.push(
       `workpool compare: ${sweep ? `ranks ${opts.ranks.join(", ")}` : plural(opts.ranks[0] ?? 0, "rank")}; ` +
-        `${plural(opts.repeat, "run")} per configuration; wall = time in pool runs (slowest rank); ` +
+        `${plural(opts.repeat, "run")} per configuration${opts.baseline !== undefined ? " and baseline" : ""}, ` +
+        `interleaved round robin; figures are medians, (min..max) over the runs when they differ; ` +
+        `wall = time in pool runs (slowest rank); ` +
         `busy = busy time / (ranks x wall)${sweep ? "; fastest marked at each rank count" : ""}`,
     );
     if (baseline) {
       const from = baseline.source === "json" ? 'its JSON "seconds"' : "wall time, start-up included";
       out.push(
         `baseline: ${baseline.seconds.toFixed(3)} s (median of ${plural(baseline.runsS.length, "run")}, ${from}) ` +
-          `of ${opts.baseline}; speedup = baseline / median, efficiency = speedup / ranks`,
+          `of ${opts.baseline}; speedup = baseline / wall, run by run against the baseline run of the same round; ` +
+          `efficiency = speedup / ranks`,
       );
     }
     if (agreement.kind === "disagree") out.push(agreementHeadline(agreement));
@@ -456,6 +529,9 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
     }
   }
   const { app, args } = opts.app("compare");
+  const appFile = resolveApp(app);
+  if (report !== undefined) checkOutputFile("--report", report);
+  if (traceDir !== undefined) checkOutputFolder("--trace-dir", traceDir);
   return {
     ranks,
     pools: pools.length > 0 ? [...new Set(pools)] : defaultPools(),
@@ -466,7 +542,7 @@ export function parseCompareArgs(argv: readonly string[], maxRanks: number): Com
     ignore,
     baseline,
     launchArgs,
-    app: resolveApp(app),
+    app: appFile,
     args,
   };
 }

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
+import { writeSync } from "node:fs";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { parseControlAddress, tcpEndpoint } from "../lib/internal.ts";
 
@@ -46,6 +47,9 @@ export const DEFAULT_MAX_STRANGERS = 64;
 /** How long `close` reads connections of ranks whose processes (or agents) have exited, at most. */
 const CLOSE_GRACE_MS = 5000;
 
+/** How often a connection whose socket was full is tried again (see `ControlServer#send`). */
+const BACKLOG_RETRY_MS = 20;
+
 /** The longest first line taken from a connection that has not said hello. */
 const MAX_HELLO = 4096;
 
@@ -62,6 +66,8 @@ export class ControlServer {
   private readonly strangers = new Set<Socket>();
   /** Connections dropped because they did not say hello in time, or to make room for newer ones. */
   private droppedStrangers = 0;
+  /** What a connection is still to be sent, when its socket could not take it all at once (see `send`). */
+  private readonly backlog = new Map<Socket, Buffer>();
   /** Every line broadcast so far, in order: a connection accepted later is sent them all first. */
   private readonly broadcasts: string[] = [];
   private readonly token: Buffer;
@@ -100,7 +106,41 @@ export class ControlServer {
   broadcast(record: ControlRecord, skip?: ReadonlySet<number>): void {
     const text = `${JSON.stringify(record)}\n`;
     this.broadcasts.push(text);
-    for (const [socket, rank] of this.ranks) if (socket.writable && !skip?.has(rank)) socket.write(text);
+    for (const [socket, rank] of this.ranks) if (!skip?.has(rank)) this.send(socket, Buffer.from(text));
+  }
+
+  /**
+   * Writes `data` to a rank's connection without ever ending it. A rank may exit at any moment, its last
+   * records still unread here: Node destroys a socket whose write fails (EPIPE once the rank has exited), and
+   * with it whatever the kernel still held for us to read (a rank's stats and trace lost under load, a wrong
+   * `tasks` count in compare). So the write goes straight to the descriptor: a rank gone only fails that write,
+   * and its connection is read to its end as any other. What the socket cannot take yet (a rank that reads
+   * nothing for a while) waits in `backlog` and is tried again every BACKLOG_RETRY_MS.
+   */
+  private send(socket: Socket, data: Buffer): void {
+    if (socket.closed) return;
+    const waiting = this.backlog.get(socket);
+    if (waiting) {
+      this.backlog.set(socket, Buffer.concat([waiting, data]));
+      return;
+    }
+    const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    let off = 0;
+    try {
+      if (fd === undefined || fd < 0) throw Object.assign(new Error("no descriptor yet"), { code: "EAGAIN" });
+      while (off < data.length) off += writeSync(fd, data, off);
+      return;
+    } catch (e) {
+      // EPIPE, ECONNRESET: the rank is gone, and needs nothing more.
+      if ((e as NodeJS.ErrnoException).code !== "EAGAIN") return;
+    }
+    this.backlog.set(socket, data.subarray(off));
+    const retry = setTimeout(() => {
+      const rest = this.backlog.get(socket);
+      this.backlog.delete(socket);
+      if (rest) this.send(socket, rest);
+    }, BACKLOG_RETRY_MS);
+    retry.unref();
   }
 
   /**
@@ -166,12 +206,25 @@ export class ControlServer {
     );
     deadline.unref();
     let refused = false;
-    let rest = "";
+    /** The start of a line not ended yet, in pieces: a megabyte trace line is joined once, not per chunk. */
+    let rest: string[] = [];
+    let restLength = 0;
     socket.setEncoding("utf8");
     socket.on("data", (chunk: string) => {
       if (refused) return;
-      const lines = (rest + chunk).split("\n");
-      rest = lines.pop() ?? "";
+      if (!chunk.includes("\n")) {
+        rest.push(chunk);
+        restLength += chunk.length;
+        if (rank === undefined && restLength > MAX_HELLO) {
+          refused = true;
+          socket.destroy();
+        }
+        return;
+      }
+      const lines = (rest.join("") + chunk).split("\n");
+      const last = lines.pop() ?? "";
+      rest = last === "" ? [] : [last];
+      restLength = last.length;
       for (const line of lines) {
         if (rank !== undefined) {
           this.record(rank, line);
@@ -187,9 +240,9 @@ export class ControlServer {
         clearTimeout(deadline);
         this.strangers.delete(socket);
         this.ranks.set(socket, rank);
-        if (this.broadcasts.length > 0) socket.write(this.broadcasts.join(""));
+        if (this.broadcasts.length > 0) this.send(socket, Buffer.from(this.broadcasts.join("")));
       }
-      if (rank === undefined && rest.length > MAX_HELLO) {
+      if (rank === undefined && restLength > MAX_HELLO) {
         refused = true;
         socket.destroy();
       }
@@ -200,6 +253,7 @@ export class ControlServer {
       clearTimeout(deadline);
       this.strangers.delete(socket);
       this.ranks.delete(socket);
+      this.backlog.delete(socket);
     });
   }
 
@@ -235,6 +289,13 @@ export class ControlServer {
     } catch {
       return;
     }
-    if (record !== null && typeof record === "object") this.opts.onRecord(rank, record as ControlRecord);
+    if (record === null || typeof record !== "object") return;
+    // A report that cannot be handled (its file cannot be written) is lost, never the job or the connection.
+    try {
+      this.opts.onRecord(rank, record as ControlRecord);
+    } catch (e) {
+      const kind = JSON.stringify((record as ControlRecord).t);
+      process.stderr.write(`workpool: warning: rank ${rank}'s ${kind} report was lost: ${(e as Error).message}\n`);
+    }
   }
 }

@@ -70,6 +70,12 @@ const BEATS_PER_TIMEOUT = 6;
 /** ssh's status when the connection to the host was lost (or never made). */
 const SSH_LOST = 255;
 
+/** Node's exit status for an option it does not take (its "Invalid Argument"). */
+const NODE_BAD_OPTION = 9;
+
+/** How many of a rank's first stderr lines, before it reports, are kept to explain a failed start. */
+const EARLY_STDERR_LINES = 20;
+
 /** How long ranks get between SIGTERM and SIGKILL when the job is brought down. */
 const GRACE_MS = 2000;
 
@@ -79,6 +85,8 @@ interface Rank {
   exited: boolean;
   lastError: string | undefined;
   lastStderr: string | undefined;
+  /** The first stderr lines written before the launcher heard from the rank: node's own, if it refused to start. */
+  readonly earlyStderr: string[];
   /** When the launcher last heard from the rank over its control channel (or started it), epoch ms. */
   lastHeard: number;
   /** Whether it has heard from the rank at all: until then, a remote rank's start-up gets HEARTBEAT_START_MS. */
@@ -201,9 +209,27 @@ export async function runJob(opts: JobOptions): Promise<number> {
       if (lower) control.broadcast({ t: "left", rank, p: msg.p }, closing);
     } else if (msg.t === "stats") statsRecords.push({ ...(msg as unknown as StatsRecord), rank });
     else if (msg.t === "trace" && traceDir && typeof msg.lines === "string") {
-      appendFileSync(join(traceDir, `rank-${rank}.jsonl`), msg.lines);
+      writeTraceLines(traceDir, rank, msg.lines);
     } else if (msg.t === "progress") {
       progress?.update(rank, String(msg.pool), Number(msg.done ?? 0), Number(msg.queued ?? 0));
+    }
+  };
+  /** Trace events that could not be written to the job folder (EMFILE, a full disk): the trace lacks them. */
+  let traceLost: { events: number; ranks: Set<number> } | undefined;
+  // A failed write loses those events, never the job: the first is a warning, the count comes at the end.
+  const writeTraceLines = (dir: string, rank: number, lines: string) => {
+    try {
+      appendFileSync(join(dir, `rank-${rank}.jsonl`), lines);
+    } catch (e) {
+      if (!traceLost) {
+        traceLost = { events: 0, ranks: new Set() };
+        stderr.write(
+          `workpool: warning: could not write rank ${rank}'s trace events to the job folder ` +
+            `(${(e as Error).message}); the job goes on, the trace ${opts.trace} will lack them\n`,
+        );
+      }
+      traceLost.events += lines.split("\n").filter((l) => l !== "").length;
+      traceLost.ranks.add(rank);
     }
   };
   if (traceDir) mkdirSync(traceDir);
@@ -302,6 +328,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
       exited: false,
       lastError: undefined,
       lastStderr: undefined,
+      earlyStderr: [],
       lastHeard: Date.now(),
       heard: false,
       remote: backend.hostOf?.(i) !== undefined,
@@ -310,9 +337,17 @@ export async function runJob(opts: JobOptions): Promise<number> {
     const prefix = opts.prefix ? `[${i}] ` : "";
     const streams = [
       pipeLines(proc.stdout, stdout as never, prefix),
-      pipeLines(proc.stderr, stderr as never, prefix, (line) => {
-        r.lastStderr = line;
-      }),
+      pipeLines(
+        proc.stderr,
+        stderr as never,
+        prefix,
+        (line) => {
+          if (line.trim() === "") return;
+          r.lastStderr = line;
+          if (!r.heard && r.earlyStderr.length < EARLY_STDERR_LINES) r.earlyStderr.push(line);
+        },
+        true,
+      ),
     ];
     const exited = proc.exit.then(async ({ code, signal, error }) => {
       r.exited = true;
@@ -361,13 +396,27 @@ export async function runJob(opts: JobOptions): Promise<number> {
   if (opts.trace && traceDir) {
     try {
       mergeTrace(traceDir, opts.np, opts.trace);
+      if (traceLost) {
+        const ranksLost = [...traceLost.ranks].sort((a, b) => a - b).join(", ");
+        process.stderr.write(
+          `workpool: warning: trace ${opts.trace} lacks ${traceLost.events} events of rank${traceLost.ranks.size === 1 ? "" : "s"} ${ranksLost} that could not be written\n`,
+        );
+      }
     } catch (e) {
-      process.stderr.write(`workpool: could not write trace ${opts.trace}: ${(e as Error).message}\n`);
+      process.stderr.write(`workpool: warning: could not write trace ${opts.trace}: ${(e as Error).message}\n`);
     }
   }
   backend.close();
   rmSync(dir, { recursive: true, force: true });
-  if (opts.statsJson) writeFileSync(opts.statsJson, JSON.stringify(statsRecords));
+  if (opts.statsJson) {
+    try {
+      writeFileSync(opts.statsJson, JSON.stringify(statsRecords));
+    } catch (e) {
+      process.stderr.write(
+        `workpool: warning: could not write statistics ${opts.statsJson}: ${(e as Error).message}\n`,
+      );
+    }
+  }
   if (opts.stats && statsRecords.length > 0) process.stderr.write(`${formatStats(statsRecords)}\n`);
 
   if (stopReason !== undefined) {
@@ -378,7 +427,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     // The stack above may be another rank's, if it failed the same way and reported first: say whose it is.
     const printedBy = printedErrors.get(ranks[failure.rank]?.lastError ?? "");
     const whose = printedBy !== undefined && printedBy !== failure.rank ? printedBy : undefined;
-    const line = summarize(failure, ranks, ownFailures, where, (rank) => survival.isDead(rank));
+    const line = summarize(failure, ranks, ownFailures, where, (rank) => survival.isDead(rank), opts.nodeArgs ?? []);
     process.stderr.write(
       `${line}${whose === undefined ? "" : ` (the same error as ${where(whose)}'s, printed above)`}\n`,
     );
@@ -391,6 +440,23 @@ export async function runJob(opts: JobOptions): Promise<number> {
 /** How a rank ended, for messages: `killed by SIGKILL`, `exit code 3`. */
 function how(code: number | null, signal: NodeJS.Signals | null): string {
   return signal !== null ? `killed by ${signal}` : `exit code ${code}`;
+}
+
+/**
+ * Why node refused to start a rank, when it was an option the user gave with --node-arg: the first line node
+ * wrote that names it. Node's last line would blame the wrong flag: after a bad option it complains about
+ * options it adds itself (`bad option: --harmony-import-attributes`).
+ */
+function refusedNodeArg(r: Rank, code: number | null, nodeArgs: readonly string[]): string | undefined {
+  if (r.heard || code !== NODE_BAD_OPTION || nodeArgs.length === 0) return undefined;
+  const name = (arg: string) => arg.split("=")[0] as string;
+  for (const named of [(a: string) => a, name]) {
+    for (const line of r.earlyStderr) {
+      const arg = nodeArgs.find((a) => line.includes(named(a)));
+      if (arg !== undefined) return `node refused --node-arg=${arg}: ${line.trim()}`;
+    }
+  }
+  return undefined;
 }
 
 /** What a rank said last: its uncaught error, else its last stderr line; cut to one line. */
@@ -413,8 +479,11 @@ function summarize(
   ownFailures: readonly Failure[],
   where: (rank: number) => string,
   survived: (rank: number) => boolean,
+  nodeArgs: readonly string[],
 ): string {
   const head = `workpool: ${where(failure.rank)} failed (${how(failure.code, failure.signal)})`;
+  const refused = refusedNodeArg(ranks[failure.rank] as Rank, failure.code, nodeArgs);
+  if (refused) return `${head}: ${refused}`;
   const own = lastWords(ranks[failure.rank] as Rank);
   if (own) return `${head}: ${own}`;
   const order = [...ownFailures.map((f) => f.rank), ...ranks.map((r) => r.rank)].filter((rank) => !survived(rank));

@@ -89,7 +89,8 @@ export function efficiencyCharts(rows: readonly Row[], ranks: readonly number[],
     })
     .filter((s) => s.points.length > 0);
   if (series.length === 0) return "<p>No configuration finished.</p>";
-  const yTicks = ticks(Math.max(1, ...series.flatMap((s) => s.points.map((p) => p.eff))), 4);
+  const top = (p: { eff: number; row: Row }) => Math.max(p.eff, baseline ? (p.row.spread.efficiency?.max ?? 0) : 0);
+  const yTicks = ticks(Math.max(1, ...series.flatMap((s) => s.points.map(top))), 4);
   const yMax = yTicks.at(-1) as number;
   const lo = Math.log(ranks[0] as number);
   const hi = Math.log(ranks.at(-1) as number);
@@ -120,8 +121,16 @@ export function efficiencyCharts(rows: readonly Row[], ranks: readonly number[],
     parts.push(`<polyline class="efficiency" points="${pts}"/>`);
     for (const p of s.points) {
       const speedup = p.row.speedup === undefined ? "" : `, speedup ${p.row.speedup.toFixed(2)}`;
+      // With a baseline, the efficiency's range over the runs: a vertical line from min to max.
+      const e = baseline ? p.row.spread.efficiency : undefined;
+      const range = e && e.max > e.min ? ` (runs: ${Math.round(e.min * 100)}% to ${Math.round(e.max * 100)}%)` : "";
+      if (e && e.max > e.min) {
+        parts.push(
+          `<line class="range" x1="${x(p.np).toFixed(1)}" x2="${x(p.np).toFixed(1)}" y1="${y(e.min).toFixed(1)}" y2="${y(e.max).toFixed(1)}"/>`,
+        );
+      }
       parts.push(
-        `<g class="point" data-ranks="${p.np}"><title>${p.np} ranks: efficiency ${Math.round(p.eff * 100)}%${speedup}, median ${p.row.medianS.toFixed(3)} s</title>` +
+        `<g class="point" data-ranks="${p.np}"><title>${p.np} ranks: efficiency ${Math.round(p.eff * 100)}%${range}${speedup}, median ${p.row.medianS.toFixed(3)} s</title>` +
           `<circle cx="${x(p.np).toFixed(1)}" cy="${y(p.eff).toFixed(1)}" r="3.5"/>` +
           `<text x="${x(p.np).toFixed(1)}" y="${(y(p.eff) - 7).toFixed(1)}" text-anchor="middle">${Math.round(p.eff * 100)}%</text></g>`,
       );
@@ -130,7 +139,8 @@ export function efficiencyCharts(rows: readonly Row[], ranks: readonly number[],
     return `<svg class="efficiency" data-config="${esc(s.spec)}" width="${w}" height="${h}" viewBox="0 0 ${w} ${h}">${parts.join("")}</svg>`;
   });
   const what = baseline
-    ? "Parallel efficiency = speedup / ranks, speedup = baseline time / median wall time."
+    ? "Parallel efficiency = speedup / ranks, speedup = baseline time / wall time, each run against the baseline " +
+      "run of its round; the point is the median, the vertical line the range over the runs."
     : "No --baseline given: efficiency relative to each configuration's smallest rank count n0, " +
       "T(n0) &times; n0 / (T(n) &times; n), where T is the median wall time.";
   return `<p class="note">${what} The dashed line is 100%.</p><div class="efficiency-charts">${charts.join("")}</div>`;

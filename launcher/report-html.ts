@@ -80,7 +80,7 @@ export function renderReport(outcome: CompareOutcome): string {
   const baselineText = baseline
     ? `<p>Baseline <code>${esc(baseline.command)}</code>: ${baseline.seconds.toFixed(3)} s, the median of ${plural(baseline.runsS.length, "run")} ` +
       `(${baseline.source === "json" ? "the <code>seconds</code> of its JSON line" : "its wall time, start-up included"}). ` +
-      "Speedup = baseline / median wall time; efficiency = speedup / ranks.</p>"
+      "Speedup = baseline / wall time, each run against the baseline run of its round; efficiency = speedup / ranks.</p>"
     : "";
   const labels = new Map(rows.map((r) => [r.spec, r.label]));
   const title = `workpool compare: ${opts.app}`;
@@ -110,7 +110,9 @@ section.config h3 { margin: 1.2em 0 0.2em; font-size: 14px; } p.run { margin: 0.
 p.note { color: #555; }
 </style></head><body>
 <h1>workpool compare</h1>
-<p>App <code>${esc(`${opts.app} ${opts.args.join(" ")}`.trim())}</code> at ${sweep ? `${opts.ranks.join(", ")} ranks` : plural(opts.ranks[0] ?? 0, "rank")}, ${plural(opts.repeat, "run")} per configuration.
+<p>App <code>${esc(`${opts.app} ${opts.args.join(" ")}`.trim())}</code> at ${sweep ? `${opts.ranks.join(", ")} ranks` : plural(opts.ranks[0] ?? 0, "rank")}, ${plural(opts.repeat, "run")} per configuration${opts.baseline !== undefined ? " and baseline" : ""},
+interleaved round robin (each round runs ${opts.baseline !== undefined ? "the baseline and " : ""}every configuration once), so that load drifting during the compare
+widens a figure's spread instead of favouring one configuration. Each figure is the median over the runs, with (min..max) when the runs differ.
 Wall time is the time spent in pool runs (slowest rank); busy is busy time / (ranks &times; wall).</p>
 ${agreementBanner(agreement)}
 ${failed}

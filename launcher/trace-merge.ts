@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -13,14 +13,19 @@ export function mergeTrace(dir: string, np: number, file: string): number {
     events.push({ name: "thread_name", ph: "M", pid: r, tid: 0, args: { name: "pool" } });
   }
   let count = 0;
-  if (existsSync(dir)) {
-    for (const name of readdirSync(dir)) {
-      if (!/^rank-\d+\.jsonl$/.test(name)) continue;
-      for (const line of readFileSync(join(dir, name), "utf8").split("\n")) {
-        if (line === "") continue;
-        events.push(JSON.parse(line));
-        count++;
-      }
+  // A folder that cannot be read (the launcher could not write it) gives a trace of the ranks' tracks only.
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    /* no parts */
+  }
+  for (const name of names) {
+    if (!/^rank-\d+\.jsonl$/.test(name)) continue;
+    for (const line of readFileSync(join(dir, name), "utf8").split("\n")) {
+      if (line === "") continue;
+      events.push(JSON.parse(line));
+      count++;
     }
   }
   writeFileSync(file, JSON.stringify({ traceEvents: events, displayTimeUnit: "ms" }));

@@ -36,7 +36,7 @@
 import { writeFile } from "node:fs/promises";
 import { connect } from "workpool";
 import { agreeOnInput } from "../common/agree.ts";
-import { intOption, type ParsedArgs, parseArgs, runApp } from "../common/args.ts";
+import { answerHelp, intOption, parseArgs, type ParsedArgs, runApp } from "../common/args.ts";
 import { InputError } from "../common/errors.ts";
 import { firstMismatch, knownMotion } from "./compare.ts";
 import { type Frame, MAX_DIMENSION, parseSize } from "./frames.ts";
@@ -139,7 +139,28 @@ interface RankPart {
   readonly loop?: { readonly grain: number; readonly ranges: number };
 }
 
+const USAGE = `Usage: workpool launch -n N [--pool SPEC] apps/block-matching [options]
+
+Full-search block matching: frame k against frame k - 1 for every k >= 1.
+
+Input (default: a generated sequence):
+  --yuv FILE --size WxH     a raw YUV 4:2:0 file
+  --pgm F0 F1 ...           PGM frames
+  --generate WxH:FRAMES     a generated sequence          --seed S   its seed
+Options:
+  --block B         block size (default 16)        --range R   search range (default 8)
+  --rows R          block rows per strip (default 1)
+  --cache C         frames a rank holds at once (default 4)
+  --no-keys         put strips without their frame pair as locality key
+  --loop            run the strips as one parallelFor   --grain G   its strips per range
+  --out FILE.json   write every motion vector          --svg FILE.svg   the last frame with its vectors
+  --verify          repeat the search sequentially and compare; status 1 on a mismatch
+  --json            one JSON result line on rank 0
+  -h, --help        show this help
+`;
+
 const world = await connect();
+await answerHelp(world, USAGE);
 
 await runApp(
   APP,

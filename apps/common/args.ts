@@ -82,3 +82,23 @@ export async function runApp(app: string, rank: () => number, main: () => Promis
     process.exit(2);
   }
 }
+
+/** Whether an app's arguments ask for its usage (`--help` or `-h`). */
+export function wantsHelp(argv: readonly string[] = process.argv.slice(2)): boolean {
+  return argv.includes("--help") || argv.includes("-h");
+}
+
+/**
+ * Answers `--help` (or `-h`) among an app's arguments, before they are parsed: rank 0 prints `usage` on stdout,
+ * every rank closes its world and exits 0. Otherwise returns at once.
+ */
+export async function answerHelp(
+  world: { readonly rank: number; close(): Promise<void> },
+  usage: string,
+  argv: readonly string[] = process.argv.slice(2),
+): Promise<void> {
+  if (!wantsHelp(argv)) return;
+  if (world.rank === 0) process.stdout.write(usage.endsWith("\n") ? usage : `${usage}\n`);
+  await world.close();
+  process.exit(0);
+}

@@ -9,7 +9,7 @@
  */
 import { connect } from "workpool";
 import { agreeOnInput } from "../common/agree.ts";
-import { intOption, parseArgs } from "../common/args.ts";
+import { answerHelp, intOption, parseArgs } from "../common/args.ts";
 import { Random } from "../common/random.ts";
 
 const APP = "lcs";
@@ -67,7 +67,22 @@ export function lcsSequential(a: Uint8Array, b: Uint8Array): number {
   return prev[b.length] as number;
 }
 
+const USAGE = `Usage: workpool launch -n N apps/lcs [options]
+
+Longest common subsequence of two generated strings, as a DOACROSS wavefront (world.doacross).
+
+Options:
+  --length N    length of each string, 1 to ${MAX_LENGTH} (default 8000)
+  --seed S      seed of the strings (default 1)
+  --block B     rows per block (default: chosen at run time)
+  --verify      compare with the plain sequential dynamic program; status 1 on a mismatch
+  --speedup     also time the sequential program and print the speedup and efficiency
+  --json        one JSON result line on rank 0
+  -h, --help    show this help
+`;
+
 const world = await connect();
+await answerHelp(world, USAGE);
 // Every rank parses; bad input is one line on rank 0 and status 2 everywhere.
 const options = await agreeOnInput(APP, world, () => parse(process.argv.slice(2)));
 const random = new Random(options.seed);

@@ -23,7 +23,7 @@
 import { type FileHandle, open } from "node:fs/promises";
 import { connect } from "workpool";
 import { agreeOnInput } from "../common/agree.ts";
-import { runApp } from "../common/args.ts";
+import { answerHelp, runApp } from "../common/args.ts";
 import { InputError } from "../common/errors.ts";
 import {
   encodePgm,
@@ -65,7 +65,25 @@ async function openOutput(path: string): Promise<FileHandle> {
   }
 }
 
+const USAGE = `Usage: workpool launch -n N [--pool SPEC] apps/mandelbrot [options]
+
+The Mandelbrot set as one parallel loop over the image's rows (world.parallelFor).
+
+Options:
+  --size WxH          image size in pixels
+  --iterations N      most iterations per pixel
+  --center X,Y        the view's centre          --zoom Z   its magnification (with --center)
+  --box X0,Y0,X1,Y1   the view as a box (instead of --center and --zoom)
+  --grain G           rows per range (default: chosen at run time)
+  --pgm FILE          rank 0 writes the image as a binary PGM
+  --verify            rank 0 renders the image again sequentially and compares; status 1 on a mismatch
+  --speedup           also time the sequential loop and print the speedup and efficiency
+  --json              one JSON result line on rank 0
+  -h, --help          show this help
+`;
+
 const world = await connect();
+await answerHelp(world, USAGE);
 
 await runApp(
   APP,

@@ -11,7 +11,7 @@
  */
 import { type Pool, connect } from "workpool";
 import { agreeOnInput } from "../common/agree.ts";
-import { intOption, parseArgs, runApp } from "../common/args.ts";
+import { answerHelp, intOption, parseArgs, runApp } from "../common/args.ts";
 import { InputError } from "../common/errors.ts";
 import { type Relax, solveCentralized } from "./centralized.ts";
 import { dijkstra } from "./dijkstra.ts";
@@ -26,7 +26,25 @@ export const DEFAULT_GRAPH = "grid:600x600";
 /** Most solves `--repeat` asks for. */
 const MAX_REPEAT = 1000;
 
+const USAGE = `Usage: workpool launch -n N [--pool SPEC] apps/shortest-paths [options]
+
+Single-source shortest paths with Moore's algorithm on a workpool; the variant follows the pool mode.
+
+Options:
+  --graph FILE.gr         a DIMACS graph file
+  --generate SPEC         a generated graph: grid:ROWSxCOLS or random:N,M (default ${DEFAULT_GRAPH})
+  --seed S                seed of the generated graph
+  --source V              the source vertex (default 1)
+  --undirected            read every arc both ways
+  --verify                compare with a sequential Dijkstra; status 1 on a mismatch
+  --out FILE              write every vertex's distance
+  --repeat K              solve K times in the same processes, the fastest reported
+  --json                  one JSON result line on rank 0
+  -h, --help              show this help
+`;
+
 const world = await connect();
+await answerHelp(world, USAGE);
 
 await runApp(
   APP,

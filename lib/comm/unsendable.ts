@@ -49,17 +49,81 @@ function keyText(key: unknown): string {
 
 /**
  * The first part of `value` msgpackr cannot encode faithfully, or undefined if the walk finds none (or cannot
- * finish: a structure too deep for the stack, a `toJSON` that throws).
+ * finish: a structure too deep for the stack, a `toJSON` that throws). With `instances`, a class instance the
+ * codec would turn into a plain object (see `arrivesAsItIs`) is one too.
  */
-export function findUnsendable(value: unknown): Unsendable | undefined {
+export function findUnsendable(value: unknown, instances = false): Unsendable | undefined {
   try {
-    return walk(value, [], new Set());
+    return walk(value, [], new Set(), instances);
   } catch {
     return undefined;
   }
 }
 
-function walk(value: unknown, path: Step[], ancestors: Set<object>): Unsendable | undefined {
+/** How deep `arrivesAsItIs` looks before it leaves the value to the full walk (a circle, or a deep structure). */
+const QUICK_DEPTH = 32;
+
+/**
+ * Whether `value` arrives on another rank as it is: no function, symbol, circular structure, or class instance
+ * (which msgpackr sends as a plain object of its own fields: its class and methods stay behind). Only numbers,
+ * strings, booleans, bigints, null and undefined, arrays, plain objects (or with a null prototype), Maps, Sets,
+ * Dates, RegExps, Errors, ArrayBuffers and typed arrays (Buffers too), nested in any way. For a task at `put`:
+ * an app whose tasks hold a function then fails at once on any number of ranks, not only once a task moves.
+ *
+ * Quick: no allocation, a typeof per part, a prototype check per object. A value deeper than QUICK_DEPTH is
+ * walked again by `findUnsendable`, which also finds circles.
+ */
+export function arrivesAsItIs(value: unknown): boolean {
+  return quick(value, 0) || findUnsendable(value, true) === undefined;
+}
+
+function quick(value: unknown, depth: number): boolean {
+  switch (typeof value) {
+    case "number":
+    case "string":
+    case "boolean":
+    case "undefined":
+    case "bigint":
+      return true;
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) return true;
+  if (depth >= QUICK_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!quick(value[i], depth + 1)) return false;
+    return true;
+  }
+  const proto: unknown = Object.getPrototypeOf(value);
+  if (proto === Object.prototype || proto === null) {
+    // (Inherited enumerable fields, on a polluted Object.prototype, only send a good value to the full walk.)
+    for (const key in value) if (!quick((value as Record<string, unknown>)[key], depth + 1)) return false;
+    return true;
+  }
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof Date || value instanceof RegExp) {
+    return true;
+  }
+  if (value instanceof Map) {
+    for (const [k, v] of value) if (!quick(k, depth + 1) || !quick(v, depth + 1)) return false;
+    return true;
+  }
+  if (value instanceof Set) {
+    for (const member of value) if (!quick(member, depth + 1)) return false;
+    return true;
+  }
+  if (value instanceof Error) return quick(value.cause, depth + 1);
+  return false;
+}
+
+/** The class a non-plain object was made by, for messages: `Job`, or `an object with a prototype of its own`. */
+function className(value: object): string {
+  const name = (value.constructor as { name?: unknown } | undefined)?.name;
+  return typeof name === "string" && name !== "" ? `class ${name}` : "a class (an object with a prototype of its own)";
+}
+
+function walk(value: unknown, path: Step[], ancestors: Set<object>, instances: boolean): Unsendable | undefined {
   if (typeof value === "function") return { path, what: "is a function" };
   if (typeof value === "symbol") return { path, what: `is a symbol (${value.toString()})` };
   if (value === null || typeof value !== "object") return undefined;
@@ -67,16 +131,35 @@ function walk(value: unknown, path: Step[], ancestors: Set<object>): Unsendable 
   if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer || value instanceof Date || value instanceof RegExp) {
     return undefined;
   }
+  if (instances && !isCarried(value)) {
+    return {
+      path,
+      what: `is an instance of ${className(value)}, which would arrive on another rank as a plain object of its fields, without its class and methods`,
+    };
+  }
   ancestors.add(value);
   try {
-    return walkParts(value, path, ancestors);
+    return walkParts(value, path, ancestors, instances);
   } finally {
     ancestors.delete(value);
   }
 }
 
-function walkParts(value: object, path: Step[], ancestors: Set<object>): Unsendable | undefined {
-  const inner = (step: Step, part: unknown) => walk(part, [...path, step], ancestors);
+/** Whether the codec carries an object as what it is (not as a plain object of its fields). */
+function isCarried(value: object): boolean {
+  const proto: unknown = Object.getPrototypeOf(value);
+  return (
+    proto === Object.prototype ||
+    proto === null ||
+    Array.isArray(value) ||
+    value instanceof Map ||
+    value instanceof Set ||
+    value instanceof Error
+  );
+}
+
+function walkParts(value: object, path: Step[], ancestors: Set<object>, instances: boolean): Unsendable | undefined {
+  const inner = (step: Step, part: unknown) => walk(part, [...path, step], ancestors, instances);
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
       const found = inner(i, value[i]);

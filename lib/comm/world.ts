@@ -558,8 +558,8 @@ export class World implements AsyncDisposable {
   }
 
   /** @internal encodes a message of this rank for `postEncoded` (pools count and may delay it). */
-  encode(context: number, tag: number, data: unknown): Buffer {
-    return encodeMessage(this.rank, context, tag, data, "pool");
+  encode(context: number, tag: number, data: unknown, name?: ValueName): Buffer {
+    return encodeMessage(this.rank, context, tag, data, "pool", name);
   }
 
   /**

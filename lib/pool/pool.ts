@@ -1,6 +1,15 @@
 import { ENV } from "../comm/env.ts";
 import { World } from "../comm/world.ts";
-import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
+import { findUnsendable, arrivesAsItIs, where } from "../comm/unsendable.ts";
+import {
+  AbortError,
+  ClosedError,
+  ConfigError,
+  describe,
+  EncodeError,
+  InvalidArgumentError,
+  RankFailedError,
+} from "../errors.ts";
 import { REPORT, report } from "../runtime/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
@@ -10,6 +19,7 @@ import type { LoopBody, LoopOptions, LoopResult } from "../loop/options.ts";
 import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
 import { type Engine, type PendingPut, PoolRuntime, worldLink } from "./runtime.ts";
+import { rootsDigest, SameRootsCheck } from "./same-roots.ts";
 import { TraceRecorder } from "./trace.ts";
 import {
   emptyStats,
@@ -22,8 +32,15 @@ import {
 
 type Stashed = [source: number, tag: number, body: Record<string, unknown>];
 
+/** Tasks from handlers `put` checks in full, in each pool on each rank, before it samples (see putFrom). */
+const FULLY_CHECKED_PUTS = 1024;
+/** After FULLY_CHECKED_PUTS, one task from handlers in this many is checked. */
+const SAMPLED_PUTS = 16;
+
 /** The tag of a bound's improvement in a pool's context (engines' tags are small numbers). */
 const BOUND_TAG = 1000;
+/** The tag of a rank's digest of the tasks it put before the pool's first run (same-roots.ts). */
+const ROOTS_TAG = 1001;
 
 /**
  * A workpool: tasks put on any rank run exactly once on some rank, and `run` resolves on every rank once none
@@ -47,6 +64,10 @@ export class Pool<T = unknown> {
   private stash: Stashed[] = [];
   private last: PoolStats | undefined;
   private readonly bounds: Bound[] = [];
+  /** On rank 0 of a world of several ranks: whether every rank put the same tasks before the first run. */
+  private readonly sameRoots: SameRootsCheck | undefined;
+  /** Tasks handlers put into this pool on this rank, for the check in `putFrom`. */
+  private handlerPuts = 0;
   /** Improvements that arrived for bounds not made here yet, by bound index (applied when it is made). */
   private readonly earlyBounds = new Map<number, number[]>();
 
@@ -56,6 +77,18 @@ export class Pool<T = unknown> {
     this.context = context;
     this.config = config;
     this.name = `pool${world.allocatedContexts}`;
+    if (world.rank === 0 && world.size > 1) {
+      this.sameRoots = new SameRootsCheck(world.size, (tasks) => {
+        const some = tasks === 1 ? "task" : `${tasks} tasks`;
+        process.emitWarning(
+          `${this.name}: every one of the ${world.size} ranks put the same ${some} before the first run, so ` +
+            `${tasks === 1 ? "it runs" : "they run"} ${world.size} times, and so does every task ` +
+            `${tasks === 1 ? "it puts" : "they put"}; a root task belongs on one rank: ` +
+            "if (world.rank === 0) pool.put(task)",
+          { type: "WorkpoolWarning", code: "WP_SAME_ROOTS" },
+        );
+      });
+    }
     world.listen(context, (source, tag, data) => this.route(source, tag, data as Record<string, unknown>));
     // Runs begun here, which every other rank learns when this one closes its world (see run).
     world.trackProgress(context, () => this.epoch);
@@ -67,6 +100,10 @@ export class Pool<T = unknown> {
   }
 
   private route(source: number, tag: number, body: Record<string, unknown>): void {
+    if (tag === ROOTS_TAG) {
+      this.sameRoots?.otherRoots(String(body.d));
+      return;
+    }
     if (tag === BOUND_TAG) {
       const i = body.b as number;
       const b = this.bounds[i];
@@ -97,6 +134,12 @@ export class Pool<T = unknown> {
 
   /** `put`, from a running task's `ctx.put` (`fromTask`) or from the app. */
   private putFrom(task: T, options: PutOptions | undefined, fromTask: boolean): void {
+    // On any number of ranks, even one: a task that would not arrive as it is fails here, not once it moves.
+    // Every put from the app; from handlers, the hot path, the first FULLY_CHECKED_PUTS of each pool, then one
+    // in SAMPLED_PUTS (a handler's tasks come from a few lines of code: a bad shape shows in its first puts).
+    if (!fromTask || this.handlerPuts++ < FULLY_CHECKED_PUTS || this.handlerPuts % SAMPLED_PUTS === 0) {
+      if (!arrivesAsItIs(task)) throw untravelled(task);
+    }
     if (options === undefined && this.engine !== undefined) {
       // The hot path: a handler putting a plain task.
       (this.runtime as PoolRuntime).stats.tasksPut++;
@@ -186,6 +229,7 @@ export class Pool<T = unknown> {
     const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);
     const initial = this.pending;
     this.pending = [];
+    if (this.epoch === 1 && this.world.size > 1) this.tellRoots(initial);
     /** The run ended because every task was done (not failed, not stopped): see ctx.put. */
     let completed = false;
     unrun.delete(this as Pool<unknown>);
@@ -278,6 +322,15 @@ export class Pool<T = unknown> {
     return { ...stats, result: results.final?.[0] as R | undefined, stopped: rt.stopped };
   }
 
+  /** Before the first run: the digest of what this rank put to rank 0, which checks for the same roots everywhere. */
+  private tellRoots(initial: readonly PendingPut<T>[]): void {
+    const digest = rootsDigest(initial);
+    if (this.sameRoots) this.sameRoots.ownRoots(digest);
+    else if (digest !== undefined) {
+      this.world.postEncoded(0, this.world.encode(this.context, ROOTS_TAG, { d: digest }));
+    }
+  }
+
   /**
    * A shared bound for branch and bound (see Bound): a number every rank reads at no cost and any rank can
    * improve; improvements reach every rank at once, during runs and between them. Make bounds in the same
@@ -325,6 +378,18 @@ export class Pool<T = unknown> {
   async gatherStats(root = 0): Promise<PoolStats[] | undefined> {
     return this.world.gather(this.last ?? emptyStats(this.world.rank, this.config.mode), root);
   }
+}
+
+/**
+ * The error for a task that cannot travel to another rank as it is, naming the app's own path to the bad part
+ * (`task.f is a function`), as `put` throws it on any number of ranks.
+ */
+function untravelled(task: unknown): EncodeError {
+  const found = findUnsendable(task, true);
+  const what = found ? `${where("task", found.path)} ${found.what}` : "task cannot be encoded";
+  return new EncodeError(
+    `put: ${what}; a task may run on any rank, so put plain data and keep functions and classes in the handler`,
+  );
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { World } from "../comm/world.ts";
+import { type Step, where } from "../comm/unsendable.ts";
 import type { RankFailedError } from "../errors.ts";
 import type { PoolConfig } from "./options.ts";
 import type { TaskKey } from "./keys.ts";
@@ -21,13 +22,21 @@ export interface PoolLink {
  */
 export const testSeams = { chaosMs: 0 };
 
+/**
+ * How a pool message's unsendable part is named: a task's by the app's own path (`task.f`, not the envelope's
+ * `data.t[0].f`); anything else by its place in the message.
+ */
+function poolValueName(path: readonly Step[]): string {
+  return path[0] === "t" && typeof path[1] === "number" ? where("task", path.slice(2)) : where("data", path);
+}
+
 /** The link of a pool over a world: messages in the pool's private context. */
 export function worldLink(world: World, context: number): PoolLink {
   return {
     rank: world.rank,
     size: world.size,
     send(dest, tag, body) {
-      const bytes = world.encode(context, tag, body);
+      const bytes = world.encode(context, tag, body, poolValueName);
       const chaos = testSeams.chaosMs;
       if (chaos > 0) setTimeout(() => world.postEncoded(dest, bytes), Math.random() * chaos);
       else world.postEncoded(dest, bytes);

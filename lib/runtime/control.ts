@@ -28,8 +28,14 @@ import { deliverRankDeath, deliverRankLeft } from "./deaths.ts";
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
 export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
 
-/** How long a dying rank keeps retrying a synchronous write the socket cannot take yet (a full buffer). */
-const SYNC_WRITE_MS = 1000;
+/**
+ * How long a dying rank keeps retrying a synchronous write the socket takes nothing of (a full buffer that the
+ * launcher does not read); each write that gets through starts it again.
+ */
+const SYNC_WRITE_MS = 5000;
+
+/** How often a report the socket could not take yet is tried again. */
+const BACKLOG_RETRY_MS = 5;
 
 /** Status of a rank whose launcher is gone. */
 const LAUNCHER_GONE = 129;
@@ -67,6 +73,10 @@ export class ControlChannel {
   /** Lines waiting for the connection, the hello first; undefined once handed on. */
   private pending: string[] | undefined;
   private connected = false;
+  /** Bytes the connected socket could not take yet, in order (see `write`). */
+  private backlog: Buffer[] = [];
+  /** The timer that tries `backlog` again; it keeps the process alive while set. */
+  private retry: NodeJS.Timeout | undefined;
   private readonly flushed = () => {
     if (this.connected && this.socket.writableLength === 0) this.socket.unref();
   };
@@ -146,22 +156,29 @@ export class ControlChannel {
     return this.flushSync(line(record), this.socket.writableLength > 0 ? "\n" : "");
   }
 
-  /** Writes what is pending, then `text`; true if it all reached the socket synchronously. */
+  /**
+   * Writes what is pending (or waiting in `backlog`), then `text`; true if it all reached the socket
+   * synchronously. It keeps trying while the socket takes some of it at least every SYNC_WRITE_MS.
+   */
   private flushSync(text = "", separator = ""): boolean {
     let data = separator + text;
     if (this.pending) data = this.pending.join("") + text;
-    if (data === "") return true;
+    const waiting = this.backlog;
+    this.backlog = [];
+    if (data === "" && waiting.length === 0) return true;
     this.pending = undefined;
-    const fd = (this.socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-    if (fd === undefined || fd < 0) {
-      if (!this.socket.destroyed) this.socket.write(data);
+    const fd = this.fd();
+    if (fd === undefined) {
+      if (!this.socket.destroyed) this.socket.write(Buffer.concat([...waiting, Buffer.from(data)]));
       return false;
     }
-    const bytes = Buffer.from(data);
-    const deadline = Date.now() + SYNC_WRITE_MS;
+    // What waits is the rest of lines already begun: it goes first, and no separator is needed.
+    const bytes = Buffer.concat([...waiting, Buffer.from(waiting.length > 0 ? text : data)]);
+    let deadline = Date.now() + SYNC_WRITE_MS;
     for (let off = 0; off < bytes.length;) {
       try {
         off += writeSync(fd, bytes, off);
+        deadline = Date.now() + SYNC_WRITE_MS;
       } catch (e) {
         // EAGAIN: the socket buffer is full, or a TCP connection is still being made; anything else: gone.
         if ((e as NodeJS.ErrnoException).code !== "EAGAIN" || Date.now() > deadline) return false;
@@ -170,9 +187,48 @@ export class ControlChannel {
     return true;
   }
 
+  /** The socket's descriptor, once it has one. */
+  private fd(): number | undefined {
+    const fd = (this.socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    return fd === undefined || fd < 0 ? undefined : fd;
+  }
+
+  /**
+   * Writes to the connected socket's descriptor at once, not through Node's write queue: a process that ends
+   * with `process.exit()` right after a large report (a run's trace) would lose what that queue still held, and
+   * every record behind it, its statistics too; what waits in `backlog` instead is written at exit
+   * (`flushSync`). What the socket cannot take yet waits in `backlog`, tried again every BACKLOG_RETRY_MS on a
+   * timer that keeps the process alive meanwhile, as a report on its way should.
+   */
   private write(data: string): void {
-    this.socket.write(data, this.flushed);
-    if (this.socket.writableLength > 0) this.socket.ref();
+    if (this.fd() === undefined) {
+      this.socket.write(data, this.flushed);
+      if (this.socket.writableLength > 0) this.socket.ref();
+    } else this.writeBytes(Buffer.from(data));
+  }
+
+  private writeBytes(bytes: Buffer): void {
+    const fd = this.fd();
+    if (fd === undefined || this.socket.destroyed) return;
+    if (this.backlog.length > 0) {
+      this.backlog.push(bytes);
+      return;
+    }
+    let off = 0;
+    try {
+      while (off < bytes.length) off += writeSync(fd, bytes, off);
+      return;
+    } catch (e) {
+      // Anything but a full socket: the launcher is gone, and the lifeline ends this process.
+      if ((e as NodeJS.ErrnoException).code !== "EAGAIN") return;
+    }
+    this.backlog.push(bytes.subarray(off));
+    this.retry ??= setTimeout(() => {
+      this.retry = undefined;
+      const waiting = Buffer.concat(this.backlog);
+      this.backlog = [];
+      this.writeBytes(waiting);
+    }, BACKLOG_RETRY_MS);
   }
 
   private fail(why: string): never {

@@ -1,6 +1,7 @@
 import test from "ava";
-import { parseArgs } from "../../apps/common/args.ts";
+import { parseArgs, wantsHelp } from "../../apps/common/args.ts";
 import { badInputLine, InputError } from "../../apps/common/errors.ts";
+import { startWorkpool } from "../helpers/run.ts";
 
 const SPEC = { pgm: "list", block: "value", json: "switch" } as const;
 
@@ -31,4 +32,29 @@ test("badInputLine: InputError and file errors make one line, anything else is n
   const enoent = Object.assign(new Error("x"), { path: "/nope.pgm", code: "ENOENT" });
   t.is(badInputLine("app", enoent), "app: cannot read /nope.pgm: no such file");
   t.is(badInputLine("app", new TypeError("a bug")), undefined);
+});
+
+// Every app answers --help (and -h) with its usage, once (rank 0), and status 0, on any number of ranks.
+for (const app of ["uts", "mandelbrot", "lcs", "shortest-paths", "block-matching"]) {
+  test(`apps/${app} --help: its usage from rank 0, status 0`, async (t) => {
+    const r = await startWorkpool(["launch", "-n", "2", `apps/${app}`, "--help"]).result;
+    t.is(r.code, 0, r.stderr);
+    const lines = r.stdout.split("\n").filter((l) => l !== "");
+    t.regex(lines[0] ?? "", new RegExp(`^\\[0\\] Usage: workpool launch -n N .*apps/${app} \\[options\\]$`));
+    t.true(
+      lines.every((l) => l.startsWith("[0] ")),
+      r.stdout,
+    );
+    t.true(
+      lines.some((l) => /^\[0\] {3}-h, --help {2,}show this help$/.test(l)),
+      r.stdout,
+    );
+    t.is(r.stderr, "");
+  });
+}
+
+test("wantsHelp: --help or -h anywhere among an app's arguments", (t) => {
+  t.true(wantsHelp(["--size", "10x10", "--help"]));
+  t.true(wantsHelp(["-h"]));
+  t.false(wantsHelp(["--json", "--helpful"]));
 });

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import test from "ava";
 import { checkMemory } from "../../launcher/cli.ts";
@@ -53,6 +53,35 @@ const bad: [string, string[], string[]][] = [
   ["--node-arg that is no option", ["launch", "--node-arg", "oops", HELLO], ["--node-arg", '"oops"']],
   ["--node-arg without a value", ["launch", "--node-arg"], ["--node-arg", "needs a value"]],
   ["an unknown command", ["frobnicate"], ['"frobnicate"']],
+  // Output paths are checked before any rank starts, not found unwritable after the whole run.
+  [
+    "--trace into a missing folder",
+    ["launch", "-n", "2", "--trace", "test/no-such-folder/t.json", HELLO],
+    ["--trace", '"test/no-such-folder/t.json"', "no-such-folder does not exist"],
+  ],
+  ["--trace onto a folder", ["launch", "--trace=test/fixtures", HELLO], ["--trace", '"test/fixtures"', "is a folder"]],
+  [
+    "--trace under a file",
+    ["launch", "--trace", "package.json/t.json", HELLO],
+    ["--trace", "package.json is not a folder"],
+  ],
+  ["an empty --trace", ["launch", "--trace=", HELLO], ["--trace", "needs a file name"]],
+  [
+    "--stats-json into a missing folder",
+    ["launch", "--stats-json", "test/no-such-folder/s.json", HELLO],
+    ["--stats-json", "does not exist"],
+  ],
+  [
+    "compare --report into a missing folder",
+    ["compare", "--report", "test/no-such-folder/r.html", HELLO],
+    ["--report", '"test/no-such-folder/r.html"', "does not exist"],
+  ],
+  ["compare --report onto a folder", ["compare", "--report", "test", HELLO], ["--report", "is a folder"]],
+  [
+    "compare --trace-dir under a file",
+    ["compare", "--trace-dir", "package.json/traces", HELLO],
+    ["--trace-dir", "package.json is not a folder"],
+  ],
 ];
 
 for (const [what, args, mentions] of bad) {
@@ -114,10 +143,49 @@ test("--node-arg reaches node on every rank, in order, before the app", async (t
   }
 });
 
-test("a --node-arg node refuses fails the job with node's own words and its status", async (t) => {
-  const r = await startWorkpool(["launch", "-n", "2", "--node-arg=--no-such-node-flag", HELLO]).result;
-  t.is(r.code, 9);
-  t.regex(r.stderr, /workpool: rank \d failed \(exit code 9\): \S*node: bad option: --no-such-node-flag/);
+test("a --node-arg node refuses fails the job with node's own words and its status, blaming that option", async (t) => {
+  const [unknown, badValue] = await Promise.all([
+    startWorkpool(["launch", "-n", "2", "--node-arg=--no-such-node-flag", HELLO]).result,
+    // Node then also complains about options it adds itself (--harmony-import-attributes), last.
+    startWorkpool(["launch", "-n", "2", "--node-arg=--stack-size=900", "--node-arg=--max-old-space-size=abc", HELLO])
+      .result,
+  ]);
+  t.is(unknown.code, 9);
+  t.regex(
+    linesOf(unknown.stderr).at(-1) as string,
+    /^workpool: rank \d failed \(exit code 9\): node refused --node-arg=--no-such-node-flag: \S*node: bad option: --no-such-node-flag$/,
+  );
+  t.is(badValue.code, 9);
+  t.regex(
+    linesOf(badValue.stderr).at(-1) as string,
+    /^workpool: rank \d failed \(exit code 9\): node refused --node-arg=--max-old-space-size=abc: .*--max-old-space-size=abc/,
+  );
+});
+
+test("an unusable TMPDIR (missing, not a folder, no folder can be made in it) is one line naming it, status 2, and nothing made", async (t) => {
+  const missing = join(ROOT, "test", "no-such-tmp");
+  for (const [tmp, why] of [
+    [missing, "no such folder"],
+    [join(ROOT, "package.json"), "not a folder"],
+  ] as const) {
+    const r = await startWorkpool(["launch", "-n", "2", HELLO], { TMPDIR: tmp }).result;
+    t.is(r.code, 2, r.stderr);
+    t.is(r.stdout, "");
+    t.is(
+      r.stderr,
+      `workpool: TMPDIR=${JSON.stringify(tmp)} cannot hold the job's temporary files: ${why}; ` +
+        "set TMPDIR to a folder you can write in, or unset it\n",
+    );
+  }
+  t.false(existsSync(missing));
+  // A folder no one can make a folder in (procfs on Linux: ENOENT to mkdir, even for root).
+  const proc = await startWorkpool(["launch", HELLO], { TMPDIR: "/proc" }).result;
+  t.is(proc.code, 2, proc.stderr);
+  t.regex(
+    proc.stderr,
+    /^workpool: TMPDIR="\/proc" cannot hold the job's temporary files: no folder can be made in it \(E[A-Z]+\); /,
+  );
+  t.is(linesOf(proc.stderr).length, 1);
 });
 
 test("a job whose ranks cannot fit in memory is refused with the estimate, unless forced", (t) => {

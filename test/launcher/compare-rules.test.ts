@@ -6,7 +6,8 @@ import { join } from "node:path";
 import test from "ava";
 import { shortLabel } from "../../launcher/compare-labels.ts";
 import { checkAgreement, differingKeys, isVolatileKey, resultLine } from "../../launcher/compare-results.ts";
-import type { Baseline, ConfigSummary, RunMetrics } from "../../launcher/compare-types.ts";
+import { metricCells, spreadCell } from "../../launcher/compare-cells.ts";
+import type { Baseline, ConfigSummary, Row, RunMetrics } from "../../launcher/compare-types.ts";
 import { parseCompareArgs, reportedSeconds, runBaseline, tableRows } from "../../launcher/compare.ts";
 import { UsageError } from "../../launcher/usage-error.ts";
 import { DISTRIBUTED_COMBINATIONS } from "../../lib/internal.ts";
@@ -112,6 +113,34 @@ test("the fastest row at each rank count is marked, and none when the results di
   const disagree = { kind: "disagree", lines: [], differing: [], ignored: [] } as const;
   t.false(tableRows(configs, ["a", "b"], undefined, disagree).some((r) => r.fastest));
   t.true(tableRows(configs, ["a", "b"], undefined, disagree).every((r) => r.speedup === undefined));
+});
+
+test("every figure has its spread over the runs; speedups pair each run with the baseline run of its round", (t) => {
+  const runs = [
+    { ...run('{"x":1}'), wallMs: 100, tasks: 200, moved: 10, messages: 40 },
+    { ...run('{"x":1}'), wallMs: 50, tasks: 200, moved: 30, messages: 20 },
+    { ...run('{"x":1}'), wallMs: 80, tasks: 200, moved: 20, messages: 30 },
+  ];
+  const configs = [config("a", 2, ...runs)];
+  // Round 2 was slow for everyone: the baseline too. Paired, its run is no outlier.
+  const baseline: Baseline = { command: "seq", runsS: [0.2, 0.1, 0.16], seconds: 0.16, source: "json" };
+  const [row] = tableRows(configs, ["a"], baseline, checkAgreement(configs));
+  t.deepEqual(row?.spread.tasks, { min: 200, median: 200, max: 200 });
+  t.deepEqual(row?.spread.moved, { min: 10, median: 20, max: 30 });
+  t.deepEqual(row?.spread.speedup, { min: 2, median: 2, max: 2 });
+  t.deepEqual(row?.spread.efficiency, { min: 1, median: 1, max: 1 });
+  t.is(row?.speedup, 2);
+  const cells = metricCells(row as Row, true);
+  t.deepEqual(cells.slice(4, 7), ["200", "20 (10..30)", "30 (20..40)"]);
+  t.deepEqual(cells.slice(-2), ["2.00", "100.0%"]);
+  // Unpaired drift: the same runs against a steady baseline spread out.
+  const steady: Baseline = { command: "seq", runsS: [0.16, 0.16, 0.16], seconds: 0.16, source: "json" };
+  const [drift] = tableRows(configs, ["a"], steady, checkAgreement(configs));
+  t.deepEqual(metricCells(drift as Row, true).slice(-2), ["2.00 (1.60..3.20)", "100.0% (80.0%..160.0%)"]);
+  t.is(
+    spreadCell({ min: 1, median: 1, max: 1.001 }, (x) => x.toFixed(2)),
+    "1.00",
+  );
 });
 
 test("short labels name the strategies, defaults filled in, other keys as given", (t) => {

@@ -98,8 +98,38 @@ test("compare -n 1,2 --baseline: a row per configuration and rank count, speedup
     r.stdout,
     /\nresults agree: all 4 runs printed the same rank-0 result line \(ignored: runtime, seqSeconds, solveMs, wallTime\)\n/,
   );
-  t.regex(r.stderr, /compare: baseline run 1\/1: 0\.050 s\n/);
-  t.regex(r.stderr, /compare: distributed,partner=ring -n 2 run 1\/1: \d+\.\d{3} s/);
+  t.regex(r.stderr, /compare: round 1\/1: baseline: 0\.050 s\n/);
+  t.regex(r.stderr, /compare: round 1\/1: distributed,partner=ring -n 2: \d+\.\d{3} s/);
+});
+
+test("compare --repeat 2: the baseline and the configurations take turns, each round starting one further on", async (t) => {
+  const r = await startWorkpool([
+    "compare",
+    "-n",
+    "1",
+    "--repeat",
+    "2",
+    "--pool",
+    "centralized",
+    "--baseline",
+    BASELINE,
+    APP,
+  ]).result;
+  t.is(r.code, 0, r.stderr);
+  const order = r.stderr
+    .split("\n")
+    .filter((l) => l.startsWith("compare: round"))
+    .map((l) => l.replace(/: [\d.]+ s$/, ""));
+  t.deepEqual(order, [
+    "compare: round 1/2: baseline",
+    "compare: round 1/2: centralized -n 1",
+    "compare: round 2/2: centralized -n 1",
+    "compare: round 2/2: baseline",
+  ]);
+  t.regex(r.stdout, /^workpool compare: 1 rank; 2 runs per configuration and baseline, interleaved round robin; /);
+  // Every run ran all 200 tasks: the figure has no spread.
+  const row = r.stdout.split("\n").find((l) => l.startsWith("centralized ")) ?? "";
+  t.regex(row, /^centralized\s+1\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+200\s/, r.stdout);
 });
 
 test("compare: a disagreement comes first, names the differing key, marks nothing fastest, status 1", async (t) => {

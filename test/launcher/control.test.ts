@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, type Socket } from "node:net";
+import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
@@ -85,6 +85,61 @@ test("reports sent while the channel is still connecting wait in order behind th
     [2, { t: "stats", i: 2 }],
   ]);
 });
+
+for (const kind of ["ipc", "tcp"] as const) {
+  test(`over ${kind}: a notice written to a rank that has exited loses none of what it wrote last`, async (t) => {
+    const ipc = kind === "ipc" ? ipcAddress() : undefined;
+    const { control, records } = await server(ipc?.address ?? "tcp://127.0.0.1:0", "tok");
+    const target = parseControlAddress(control.address);
+    const rank = "path" in target ? connect(target.path) : connect(target.port, target.host);
+    await once(rank, "connect");
+    const accepted = new Promise<void>((resolve) => {
+      const seen = () => (records.length > 0 ? resolve() : setImmediate(seen));
+      seen();
+    });
+    rank.write(`${JSON.stringify({ t: "hello", rank: 1, token: "tok" })}\n${JSON.stringify({ t: "beat" })}\n`);
+    await accepted;
+    // The rank's last records and its exit, then a notice for it, all before the launcher reads again: the
+    // records wait in the launcher's socket, the notice meets a closed connection (EPIPE over a Unix socket).
+    rank.write(`${JSON.stringify({ t: "stats", tasks: 74 })}\n${JSON.stringify({ t: "trace", lines: "x" })}\n`);
+    rank.destroy();
+    control.broadcast({ t: "left", rank: 0, p: [] });
+    control.broadcast({ t: "left", rank: 2, p: [] });
+    await control.close();
+    ipc?.cleanup();
+    t.deepEqual(
+      records.map(([r, m]) => [r, m.t]),
+      [
+        [1, "beat"],
+        [1, "stats"],
+        [1, "trace"],
+      ],
+    );
+  });
+}
+
+for (const kind of ["ipc", "tcp"] as const) {
+  for (const end of ["process.exit(0)", "the end of the program"]) {
+    test(`over ${kind}: a report larger than the socket takes, then ${end}: it and every record after it arrive`, async (t) => {
+      const ipc = kind === "ipc" ? ipcAddress() : undefined;
+      const { control, records } = await server(ipc?.address ?? "tcp://127.0.0.1:0", "tok");
+      // A run's trace can be megabytes; the statistics follow it. Sent once the channel is connected.
+      const exit = end === "process.exit(0)" ? "process.exit(0);" : "";
+      const code =
+        `const c = globalThis[Symbol.for("workpool.control")]; c.send({ t: "beat" }); setTimeout(() => {` +
+        `c.send({ t: "trace", lines: "x".repeat(8e6) }); c.send({ t: "stats", n: 1 }); ${exit} }, 50);`;
+      const result = await startRank(control.address, "tok", code).result;
+      await control.close();
+      ipc?.cleanup();
+      t.is(result.code, 0, result.stderr);
+      t.deepEqual(
+        records.map(([, m]) => m.t),
+        ["beat", "trace", "stats"],
+      );
+      t.is(String(records[1]?.[1].lines).length, 8e6);
+    });
+  }
+}
 
 test("a wrong token is refused: the rank exits 1 naming the address, and nothing it sends is taken", async (t) => {
   const { address, cleanup } = ipcAddress();

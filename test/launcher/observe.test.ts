@@ -52,6 +52,28 @@ test("--trace writes Trace Event Format JSON with one track per rank", async (t)
   rmSync(dir, { recursive: true, force: true });
 });
 
+test("--trace: events the launcher cannot write are a warning and a trace without them, never the job's end", async (t) => {
+  const dir = scratch();
+  const file = join(dir, "trace.json");
+  const r = await run(["-n", "2", "--trace", file, fixture("trace-folder-broken.ts")]);
+  t.is(r.code, 0, r.stderr);
+  t.is(r.stdout, "[0] total 5050\n");
+  const lines = r.stderr.split("\n").filter((l) => l !== "");
+  t.is(lines.filter((l) => l.startsWith("workpool: warning: could not write rank")).length, 1, r.stderr);
+  t.regex(
+    r.stderr,
+    /^workpool: warning: could not write rank \d's trace events to the job folder \(ENOTDIR: .*\); the job goes on, the trace \S+ will lack them$/m,
+  );
+  t.regex(r.stderr, /^workpool: warning: trace \S+ lacks \d+ events of ranks? [\d, ]+ that could not be written$/m);
+  const trace = JSON.parse(readFileSync(file, "utf8")) as { traceEvents: { ph: string }[] };
+  t.deepEqual(
+    trace.traceEvents.map((e) => e.ph),
+    Array.from({ length: 6 }, () => "M"),
+    "the ranks' tracks, without events",
+  );
+  rmSync(dir, { recursive: true, force: true });
+});
+
 test("--stats prints the per-rank table; no progress line when stderr is piped", async (t) => {
   const r = await run(["-n", "3", "--pool", "centralized", "--stats", TREE, "5", "4"]);
   t.is(r.code, 0, r.stderr);

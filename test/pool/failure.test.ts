@@ -150,7 +150,8 @@ for (const pool of ["centralized", "distributed"]) {
     t.is(all.length, 3);
     const at = all.findIndex((o) => o.name === "EncodeError");
     t.true(at >= 0, JSON.stringify(all));
-    t.regex(all[at]?.message ?? "", /\.f is a function, which cannot be sent/);
+    // Named by the app's own path inside the task, not the message envelope's (data.t[0].f).
+    t.regex(all[at]?.message ?? "", /^pool: task\.f is a function, which cannot be sent$/);
     for (const [rank, o] of all.entries()) {
       if (rank === at) continue;
       t.like(o, { name: "RankFailedError", rank: at, isTaskError: false }, `rank ${rank}`);

@@ -1,0 +1,84 @@
+// What `put` catches at once, on any number of ranks: a task that cannot travel to another rank as it is, and
+// the same root task put by every rank before the first run (a common first mistake in SPMD code).
+import test from "ava";
+import { arrivesAsItIs, findUnsendable, where } from "../../lib/comm/unsendable.ts";
+import { fixture, linesOf, run } from "../helpers/run.ts";
+
+const UNTRAVELLED = fixture("put-untravelled.ts");
+const SAME_ROOTS = fixture("same-roots.ts");
+const ADVICE = "; a task may run on any rank, so put plain data and keep functions and classes in the handler";
+
+for (const n of ["1", "2"]) {
+  test(`-n ${n}: a task that cannot travel fails at put, naming the app's path inside the task`, async (t) => {
+    const r = await run(["-n", n, UNTRAVELLED]);
+    t.is(r.code, 0, r.stderr);
+    t.deepEqual(linesOf(r.stdout), [
+      `[0] EncodeError: put: task.f is a function${ADVICE}`,
+      `[0] EncodeError: put: task[1].deep[0] is a symbol (Symbol(s))${ADVICE}`,
+      "[0] EncodeError: put: task.job is an instance of class Job, which would arrive on another rank as a plain " +
+        `object of its fields, without its class and methods${ADVICE}`,
+      `[0] EncodeError: put: task.get("k").cb is a function${ADVICE}`,
+      `[0] EncodeError: put: task.self refers back to an object that contains it (a circular structure)${ADVICE}`,
+      // From a handler (ctx.put), the run fails on every rank with a TaskError whose cause says why.
+      `[0] run: TaskError: put: task.then is a function${ADVICE}`,
+    ]);
+  });
+}
+
+test("arrivesAsItIs: data the codec carries as it is, nested any way; not functions, symbols, instances, circles", (t) => {
+  const deep: unknown[] = [];
+  let at = deep;
+  for (let i = 0; i < 100; i++) at.push((at = []));
+  const good = [
+    1,
+    "s",
+    null,
+    undefined,
+    2n,
+    [1, [2, { a: new Map([[{ k: 1 }, new Set([new Date(0), /x/g])]]) }]],
+    { buf: Buffer.from("x"), f64: new Float64Array(2), ab: new ArrayBuffer(4), err: new Error("e", { cause: 1 }) },
+    Object.assign(Object.create(null) as object, { x: 1 }),
+    deep,
+  ];
+  good.forEach((v, i) => t.true(arrivesAsItIs(v), `good[${i}]`));
+  class Point {
+    x = 1;
+  }
+  const circle: unknown[] = [];
+  circle.push({ back: circle });
+  const bad = [
+    () => 1,
+    Symbol("s"),
+    new Point(),
+    { p: [new Point()] },
+    circle,
+    { e: new Error("e", { cause: Symbol("c") }) },
+  ];
+  bad.forEach((v, i) => t.false(arrivesAsItIs(v), `bad[${i}]`));
+  t.is(where("task", findUnsendable({ p: [new Point()] }, true)?.path ?? []), "task.p[0]");
+  t.is(findUnsendable({ p: [new Point()] }), undefined, "send keeps an instance's fields, as documented");
+});
+
+test("the same root task put by every rank: one warning, on rank 0, saying how to put it on one rank", async (t) => {
+  const [every, one, own] = await Promise.all([
+    run(["-n", "3", SAME_ROOTS, "every"]),
+    run(["-n", "3", SAME_ROOTS, "one"]),
+    run(["-n", "3", SAME_ROOTS, "own"]),
+  ]);
+  t.is(every.code, 0, every.stderr);
+  t.is(every.stdout, "[0] leaves 2961\n", "the mistake still runs: 3 x 987");
+  const warnings = linesOf(every.stderr).filter((l) => l.includes("WP_SAME_ROOTS"));
+  t.deepEqual(
+    warnings.map((l) => l.replace(/\(node:\d+\)/, "(node:PID)")),
+    [
+      "[0] (node:PID) [WP_SAME_ROOTS] WorkpoolWarning: pool1: every one of the 3 ranks put the same task before " +
+        "the first run, so it runs 3 times, and so does every task it puts; a root task belongs on one rank: " +
+        "if (world.rank === 0) pool.put(task)",
+    ],
+  );
+  for (const r of [one, own]) {
+    t.is(r.code, 0, r.stderr);
+    t.false(r.stderr.includes("WP_SAME_ROOTS"), r.stderr);
+  }
+  t.is(one.stdout, "[0] leaves 987\n");
+});
