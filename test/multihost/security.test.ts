@@ -222,7 +222,8 @@ test.serial(
     const job = launch(["-n", "2", "--insecure", "--transport", "ipc", JOB, go]);
     const ready = parseReady(await job.lines(READY, 2));
     const inbox = `ipc://${join(ready[0]?.dir as string, "r0")}`;
-    t.is(await zmtp(new zmq.Push({ linger: 0 }), inbox, FORGED), "handshake");
+    // Linger: the forged message is still queued when the handshake completes and the helper closes the socket.
+    t.is(await zmtp(new zmq.Push({ linger: 5000 }), inbox, FORGED), "handshake");
     writeFileSync(go, "");
     const r = await job.result;
     t.not(r.code, 0, r.stdout);
