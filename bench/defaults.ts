@@ -1,0 +1,123 @@
+/**
+ * `npm run bench -- defaults`: does an app that names no pool get a pool that wins? Five apps of different
+ * shapes (programs/defaults-apps.ts: a fine-grained task tree, branch and bound with a shared bound, coarse
+ * uneven synchronous tasks put on one rank, async file reads and hashes, a `parallelFor` loop) run at `-n`
+ * equal to the cores (2 here) under the default pool (no `--pool`) and under every other built-in shape of pool:
+ * centralized (its coordinator only deals, as in the seed slides), centralized with a working coordinator,
+ * distributed with lifeline stealing. Runs are interleaved round by round (`--rounds N`, default 3) so that
+ * load drift falls on every configuration alike; the fastest of each counts. Target (issue 28): default / best
+ * >= 0.9 on each app (best: the fastest configuration, the default included). Every run's answer must equal
+ * the others' (a count, a sum, an optimum).
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  BenchUsageError,
+  fmt,
+  formatTable,
+  ROOT,
+  runJsonLines,
+  scorecard,
+  type Suite,
+  WORKPOOL_BIN,
+} from "./harness.ts";
+
+const PROGRAM = join(ROOT, "bench", "programs", "defaults-apps.ts");
+const KINDS = ["tree", "bnb", "coarse", "io", "loop"] as const;
+/** The default pool (no --pool) first, then the other built-in shapes. */
+const CONFIGS = [undefined, "centralized", "centralized,coordinatorWorks=true", "distributed,initiation=lifeline"];
+const TARGET = 0.9;
+const TIMEOUT_MS = 300_000;
+/** The io app's files: 300 files of 50-500 KB (seeded sizes, random bytes). */
+const FILES = 300;
+
+function makeFiles(): string {
+  const dir = mkdtempSync(join(tmpdir(), "wp-bench-defaults-"));
+  let s = 5;
+  for (let i = 0; i < FILES; i++) {
+    s = (s * 1103515245 + 12345) % 2147483648;
+    writeFileSync(
+      join(dir, `f${String(i).padStart(4, "0")}`),
+      randomBytes(50_000 + Math.floor((s / 2147483648) * 450_000)),
+    );
+  }
+  return dir;
+}
+
+function parse(args: readonly string[]): { rounds: number; np: number } {
+  let rounds = 3;
+  let np = availableParallelism();
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = (args[i] as string).split(/=(.*)/s, 2) as [string, string | undefined];
+    if (flag !== "--rounds" && flag !== "--np")
+      throw new BenchUsageError(`defaults: unknown option ${flag}; options: --rounds, --np`);
+    const value = Number(inline ?? args[++i]);
+    if (!Number.isInteger(value) || value < 1 || value > 64) {
+      throw new BenchUsageError(`defaults: ${flag} must be a whole number in 1..64; got ${inline ?? args[i]}`);
+    }
+    if (flag === "--rounds") rounds = value;
+    else np = value;
+  }
+  return { rounds, np };
+}
+
+export const suite: Suite = {
+  name: "defaults",
+  description: "the default pool against every built-in pool shape on five kinds of app at -n = cores",
+  options: [
+    "--rounds N  interleaved rounds; the fastest run of each counts (default 3)",
+    "--np N  ranks (default: the cores)",
+  ],
+  check: (args) => void parse(args),
+  async run(args) {
+    const { rounds, np } = parse(args);
+    const files = makeFiles();
+    const card = scorecard();
+    try {
+      const best = new Map<string, number>();
+      const checks = new Map<string, Set<number>>();
+      const modes = new Map<string, string>();
+      for (let round = 0; round < rounds; round++) {
+        for (const kind of KINDS) {
+          // Each round starts one configuration further along, so none always runs first.
+          for (let c = 0; c < CONFIGS.length; c++) {
+            const config = CONFIGS[(c + round) % CONFIGS.length];
+            const pool = config === undefined ? [] : ["--pool", config];
+            const extra = kind === "io" ? [files] : [];
+            const [json] = (await runJsonLines(
+              process.execPath,
+              [WORKPOOL_BIN, "launch", "-n", String(np), ...pool, PROGRAM, kind, ...extra],
+              { timeoutMs: TIMEOUT_MS },
+            )) as { seconds: number; check: number; mode: string }[];
+            if (!json) throw new Error(`defaults: ${kind} under ${config ?? "the default pool"} printed no result`);
+            const key = `${kind} ${config ?? "default"}`;
+            best.set(key, Math.min(best.get(key) ?? Infinity, json.seconds));
+            if (config === undefined) modes.set(kind, json.mode);
+            (checks.get(kind) ?? checks.set(kind, new Set()).get(kind))?.add(json.check);
+          }
+        }
+      }
+      const rows = [["app", "default (s)", ...CONFIGS.slice(1).map((c) => `${c} (s)`), "default / best", "target", ""]];
+      for (const kind of KINDS) {
+        const times = CONFIGS.map((c) => best.get(`${kind} ${c ?? "default"}`) as number);
+        const ratio = Math.min(...times) / (times[0] as number);
+        const agreed = (checks.get(kind)?.size ?? 0) === 1;
+        rows.push([
+          `${kind}${agreed ? "" : " (ANSWERS DIFFER)"}`,
+          `${fmt(times[0] as number)} (${modes.get(kind)})`,
+          ...times.slice(1).map(fmt),
+          fmt(ratio),
+          `>= ${TARGET}`,
+          card.verdict(ratio >= TARGET && agreed),
+        ]);
+      }
+      console.log(`defaults: ${np} ranks, fastest of ${rounds} interleaved rounds; real work (no emulation)`);
+      console.log(formatTable(rows));
+    } finally {
+      rmSync(files, { recursive: true, force: true });
+    }
+    return card.report();
+  },
+};
