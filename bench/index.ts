@@ -15,6 +15,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   faults: async () => (await import("./faults.ts")).suite,
   strategies: async () => (await import("./strategies.ts")).suite,
   loops: async () => (await import("./loops.ts")).suite,
+  tasks: async () => (await import("./tasks.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

@@ -14,6 +14,7 @@ export {
   InvalidArgumentError,
   PeerAbortedError,
   RankFailedError,
+  StoppedError,
   TaskError,
   WorkpoolError,
 } from "./errors.ts";

@@ -203,6 +203,7 @@ export async function forEach<R>(
   const contextOf = (ctx: TaskContext<Piece>): LoopContext =>
     (loopCtx ??= {
       rank: ctx.rank,
+      signal: ctx.signal,
       stop: (result?: unknown) => {
         stopped = true;
         ctx.stop(result);

@@ -9,6 +9,12 @@ export interface LoopContext {
   /** The rank running the iteration. */
   readonly rank: number;
   /**
+   * Aborts when the loop ends before every iteration ran (`stop`, a body's throw, an abort, on any rank), as a
+   * run's `ctx.signal` does: the loop does not wait for a body that ignores it, and what such a body returns
+   * afterwards counts nowhere.
+   */
+  readonly signal: AbortSignal;
+  /**
    * Ends the loop early, on every rank (a search that found what it wanted): iterations not started are
    * skipped, and the loop resolves with `stopped: true` and `result` set to `result`.
    */

@@ -19,7 +19,8 @@ export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => se
 /**
  * Runs tasks one at a time on this rank. A sync handler runs without any await around it (`execute` returns
  * undefined); an async one's promise is returned for the caller to await. A handler's returned value goes to
- * `results`; a throwing handler becomes a TaskError naming rank and task.
+ * `results`; a throwing handler becomes a TaskError naming rank and task. An async handler that settles after
+ * its run ended (`ctx.signal` aborted) counts nowhere: its value and its error are dropped.
  *
  * Timing: busy time is measured over stretches of back-to-back tasks, with the clock read every `stride`
  * tasks (adapted so that reads come about every CLOCK_EVERY_MS) and when the stretch ends (`pause`, `yield`);
@@ -72,8 +73,10 @@ export class Executor<T> {
     // Async: the time until it settles counts as busy, as one stretch of its own.
     this.pause();
     const start = this.mark;
+    const signal = this.ctx.signal;
     return (r as Promise<unknown>).then(
       (v) => {
+        if (signal.aborted) return;
         try {
           this.results.add(v);
         } catch (cause) {
@@ -90,6 +93,7 @@ export class Executor<T> {
       },
       (cause: unknown) => {
         this.mark = now();
+        if (signal.aborted) return;
         throw this.failure(task, cause);
       },
     );

@@ -1,3 +1,4 @@
+import { deferred } from "../deferred.ts";
 import { Executor } from "./executor.ts";
 import { TaskQueue } from "./queue.ts";
 import type { WireResult } from "./results.ts";
@@ -10,6 +11,8 @@ export class LocalEngine<T> implements Engine<T> {
   private readonly queue: TaskQueue<T>;
   private readonly exec: Executor<T>;
   private failed: Error | undefined;
+  /** Settles when the run ends before its loop does (a stop, a failure): `run` waits for no running handler. */
+  private readonly ended = deferred();
 
   constructor(
     private readonly rt: PoolRuntime,
@@ -26,7 +29,7 @@ export class LocalEngine<T> implements Engine<T> {
     const exec = this.exec;
     const queue = this.queue;
     exec.resume();
-    this.done = (async () => {
+    const loop = (async () => {
       for (let t = queue.pop(); t !== undefined && !this.rt.stopped; t = queue.pop()) {
         const pending = exec.execute(t);
         if (pending) {
@@ -43,6 +46,7 @@ export class LocalEngine<T> implements Engine<T> {
       const results = this.rt.results;
       if (!this.rt.stopped) results.final = results.take();
     })();
+    this.done = Promise.race([loop, this.ended.promise]);
   }
 
   put(task: T, priority: number): void {
@@ -57,9 +61,12 @@ export class LocalEngine<T> implements Engine<T> {
 
   fail(error: Error): void {
     this.failed ??= error;
+    this.ended.reject(error);
   }
 
   stop(result: WireResult): void {
-    if (!this.rt.stopped) this.rt.endStopped(result);
+    if (this.rt.stopped || this.failed) return;
+    this.rt.endStopped(result);
+    this.ended.resolve();
   }
 }

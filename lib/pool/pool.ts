@@ -1,6 +1,14 @@
 import { ENV } from "../comm/env.ts";
 import { World } from "../comm/world.ts";
-import { AbortError, ClosedError, ConfigError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
+import {
+  AbortError,
+  ClosedError,
+  ConfigError,
+  describe,
+  InvalidArgumentError,
+  RankFailedError,
+  StoppedError,
+} from "../errors.ts";
 import { REPORT, report } from "../runtime/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
@@ -189,13 +197,16 @@ export class Pool<T = unknown> {
     /** The run ended because every task was done (not failed, not stopped): see ctx.put. */
     let completed = false;
     unrun.delete(this as Pool<unknown>);
+    // Aborts once the run ends here other than by completing (types.ts, TaskContext.signal).
+    const ended = new AbortController();
     const ctx = {
       rank: this.world.rank,
+      signal: ended.signal,
       // A handler still running after its run failed, or ctx.stop ended it, puts into nothing: its tasks belong
       // to a run that is over, and must not become the next run's first tasks. After a run that ended because
       // every task was done, no task of it is still running: a put then (a timer's) is the app's mistake.
       put: (task: T, o?: PutOptions) => {
-        if (this.runtime === rt) this.putFrom(task, o, true);
+        if (this.runtime === rt && !ended.signal.aborted) this.putFrom(task, o, true);
         else if (completed) {
           throw new InvalidArgumentError(
             `put: ${name} run ${rt.epoch} is over (every task ran): ctx.put after it ended puts nothing; ` +
@@ -212,6 +223,15 @@ export class Pool<T = unknown> {
     this.stash = [];
     for (const m of stashed) this.route(...m);
     engine.start();
+    // Before `run` settles (the first reaction to `done`): handlers still running learn that the run is over
+    // at once, with the error `run` rejects with, or a StoppedError.
+    const epoch = this.epoch;
+    engine.done.then(
+      () => {
+        if (rt.stopped) ended.abort(new StoppedError(`${name} run ${epoch} was stopped by ctx.stop`));
+      },
+      (e: unknown) => ended.abort(e),
+    );
     // Between messages a run may have nothing the event loop can see: it is not an app that forgot close().
     const release = this.world.hold();
     // This rank's messaging failed (its receive loop): the run fails here and tells the others.
@@ -233,7 +253,6 @@ export class Pool<T = unknown> {
     // A rank that closed its world having begun fewer runs of this pool will never join this one: a run called
     // on only some ranks (`if (rank === 0) await pool.run(...)`, or a loop) fails here naming it, instead of
     // waiting for good while that rank waits in close().
-    const epoch = this.epoch;
     const offLeave = this.world.onLeave((rank, progress) => {
       const runs = progress.get(this.context) ?? 0;
       if (runs >= epoch) return;

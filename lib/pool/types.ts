@@ -28,13 +28,28 @@ export interface PutOptions {
 export interface TaskContext<T> {
   /** The rank running the task. */
   readonly rank: number;
+  /**
+   * Aborts when the run ends before every task ran: a task stopped it (`ctx.stop`; the reason is a
+   * StoppedError), a handler threw or a rank failed (the reason is the error `run` rejects with here: a
+   * TaskError, RankFailedError, ...), or a `run` signal aborted, on any rank (an AbortError here, a
+   * PeerAbortedError elsewhere). It aborts on every rank as soon as that rank learns that the run ended, just
+   * before `run` settles there. Give it to `fetch`, streams and timers, or check `signal.aborted` in a long loop
+   * that awaits now and then (a synchronous stretch sees nothing until it yields), so that the task ends
+   * promptly.
+   *
+   * `run` does not wait for handlers still running when it ends: JavaScript cannot stop a function from outside,
+   * so one that ignores the signal runs on after `run` settled. What it does then counts nowhere: its puts are
+   * dropped, its returned value and its throw are ignored (not in `result`, not in `tasksExecuted`).
+   */
+  readonly signal: AbortSignal;
   /** Adds a task to the pool (tasks may create tasks). */
   put(task: T, options?: PutOptions): void;
   /**
    * Ends the run early, on purpose (a search that found what it wanted): tasks still queued or in transit are
    * dropped, and `run` resolves on every rank with `stopped: true` and `result` set to `result` (not the
    * reduction). If several tasks stop the run at once, the first stop to reach the rank that decides (the
-   * coordinator, or rank 0 of a distributed pool) wins, the same on every rank. Tasks already running finish.
+   * coordinator, or rank 0 of a distributed pool) wins, the same on every rank. Tasks already running on any
+   * rank see `signal` abort; `run` does not wait for them.
    */
   stop(result?: unknown): void;
 }
