@@ -36,6 +36,7 @@ import {
   type LoopContext,
   type LoopOptions,
   type LoopResult,
+  type StoppableLoopResult,
   type LoopStats,
   resolveLoop,
 } from "./options.ts";
@@ -470,7 +471,9 @@ declare module "../comm/world.ts" {
      * resolves on every rank with `result`, every value `body` returned combined with `options.reduce` (sum
      * by default). The loops of one world share one pool, made on the first loop from the launcher's
      * `--pool SPEC`, where a centralized pool's coordinator works too unless the spec sets `coordinatorWorks`;
-     * for other pool options, make a pool and call its `forEach`.
+     * for other pool options, make a pool and call its `forEach`. A loop whose body may `ctx.stop(value)`
+     * with a value of another type than it returns names that type as the second type argument
+     * (`parallelFor<number, Found>(...)`), as for `pool.run`.
      */
     parallelFor<R = number>(
       start: number,
@@ -478,9 +481,16 @@ declare module "../comm/world.ts" {
       body: LoopBody<R>,
       options?: LoopOptions<R>,
     ): Promise<LoopResult<R>>;
+    parallelFor<R, S>(
+      start: number,
+      end: number,
+      body: LoopBody<R, S>,
+      options?: LoopOptions<R>,
+    ): Promise<StoppableLoopResult<R, S>>;
   }
 }
 
+// One implementation for both declarations (the second only types the stop value).
 World.prototype.parallelFor = async function parallelFor<R>(
   this: World,
   start: number,
@@ -495,4 +505,4 @@ World.prototype.parallelFor = async function parallelFor<R>(
     loopPools.set(this, pool);
   }
   return forEach(pool, this, start, end, body, options, "parallelFor");
-};
+} as World["parallelFor"];

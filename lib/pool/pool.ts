@@ -14,7 +14,7 @@ import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
 import { isTaskKey } from "./keys.ts";
 import { forEach } from "../loop/doall.ts";
-import type { LoopBody, LoopOptions, LoopResult } from "../loop/options.ts";
+import type { LoopBody, LoopOptions, LoopResult, StoppableLoopResult } from "../loop/options.ts";
 import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
 import { type Engine, type PendingPut, PoolRuntime, worldLink } from "./runtime.ts";
@@ -25,6 +25,8 @@ import {
   type PutOptions,
   type RunOptions,
   type RunResult,
+  type StoppableRunResult,
+  type TaskContext,
   type TaskHandler,
 } from "./types.ts";
 
@@ -168,8 +170,17 @@ export class Pool<T = unknown> {
    * (sum by default), the same on every rank. Rejects with TaskError if a handler threw on any rank,
    * AbortError if `signal` aborted here (PeerAbortedError if it aborted on another rank), RankFailedError if
    * this rank's messaging failed or another rank's run failed otherwise.
+   *
+   * Types: `R` is what handlers return (inferred from the handler). A run whose tasks may `ctx.stop(value)` with a
+   * value of another type names that type as the second type argument, `pool.run<number, Found>(...)`: `ctx.stop`
+   * then takes a `Found`, and the result is a StoppableRunResult, whose `stopped` tells a `Found` from a `number`.
    */
-  async run<R = number>(handler: TaskHandler<T, R>, options: RunOptions<R> = {}): Promise<RunResult<R>> {
+  run<R = number>(handler: TaskHandler<T, R>, options?: RunOptions<R>): Promise<RunResult<R>>;
+  run<R, S>(handler: TaskHandler<T, R, S>, options?: RunOptions<R>): Promise<StoppableRunResult<R, S>>;
+  async run<R, S>(
+    handler: TaskHandler<T, R, S>,
+    options: RunOptions<R> = {},
+  ): Promise<RunResult<R> | StoppableRunResult<R, S>> {
     if (typeof handler !== "function") {
       throw new InvalidArgumentError(`run: handler must be a function; got ${describe(handler)}`);
     }
@@ -216,7 +227,7 @@ export class Pool<T = unknown> {
       },
       stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
     };
-    const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx, initial);
+    const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx as TaskContext<T>, initial);
     this.runtime = rt;
     this.engine = engine;
     const stashed = this.stash;
@@ -331,7 +342,14 @@ export class Pool<T = unknown> {
    * `loop` figures. The pool must hold no tasks put and not run; put none while the loop runs. Rejects with
    * InvalidArgumentError on bad arguments (naming them), and as `run` does otherwise.
    */
-  forEach<R = number>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>> {
+  forEach<R = number>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>>;
+  forEach<R, S>(
+    start: number,
+    end: number,
+    body: LoopBody<R, S>,
+    options?: LoopOptions<R>,
+  ): Promise<StoppableLoopResult<R, S>>;
+  forEach<R>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>> {
     return forEach(this as Pool<unknown>, this.world, start, end, body, options);
   }
 

@@ -24,8 +24,11 @@ export interface PutOptions {
   readonly key?: TaskKey;
 }
 
-/** What a handler gets besides its task. */
-export interface TaskContext<T> {
+/**
+ * What a handler gets besides its task. `S` is the type of the value `stop` takes: unknown unless `run` is given
+ * it as its second type argument (`pool.run<number, Found>(...)`).
+ */
+export interface TaskContext<T, S = unknown> {
   /** The rank running the task. */
   readonly rank: number;
   /**
@@ -51,14 +54,18 @@ export interface TaskContext<T> {
    * coordinator, or rank 0 of a distributed pool) wins, the same on every rank. Tasks already running on any
    * rank see `signal` abort; `run` does not wait for them.
    */
-  stop(result?: unknown): void;
+  stop(result?: S): void;
 }
 
 /**
  * Runs one task. It may return a value (or a promise of one): `run` combines every task's value with the
  * run's `reduce` and gives the total to every rank as `result`. Returning nothing (undefined) adds nothing.
+ * `S` is the type of the value its `ctx.stop` takes.
  */
-export type TaskHandler<T, R = unknown> = (task: T, ctx: TaskContext<T>) => R | void | Promise<R | void>;
+export type TaskHandler<T, R = unknown, S = unknown> = (
+  task: T,
+  ctx: TaskContext<T, S>,
+) => R | void | Promise<R | void>;
 
 export interface RunOptions<R = unknown> {
   /** Aborting makes `run` reject with AbortError on this rank and PeerAbortedError (an AbortError) on the others. */
@@ -77,12 +84,30 @@ export interface RunOptions<R = unknown> {
 export interface RunResult<R = unknown> extends PoolStats {
   /**
    * Every task's returned value, combined with `reduce`; undefined when no task returned one. Same on every
-   * rank. After `ctx.stop(value)`: that value.
+   * rank. After `ctx.stop(value)`: that value, whatever its type (typed as `R` here: give `run` the stop
+   * value's type as its second type argument to have both typed, StoppableRunResult).
    */
   readonly result: R | undefined;
   /** True when a task ended the run early with `ctx.stop`. */
   readonly stopped: boolean;
 }
+
+/**
+ * What `pool.run<R, S>` resolves to when given the stop value's type `S`: `stopped` tells which `result` it is,
+ * the reduction of the values handlers returned (an `R`) or the value a task gave `ctx.stop` (an `S`), so
+ * neither needs a cast:
+ *
+ * ```ts
+ * const r = await pool.run<number, Found>((t, ctx) => (t.hit ? ctx.stop({ at: t.id }) : 1));
+ * if (r.stopped) use(r.result?.at); // Found | undefined (undefined after a bare ctx.stop())
+ * else count(r.result); // number | undefined (undefined when no task returned a value)
+ * ```
+ */
+export type StoppableRunResult<R, S> = PoolStats &
+  (
+    | { readonly stopped: false; readonly result: R | undefined }
+    | { readonly stopped: true; readonly result: S | undefined }
+  );
 
 /** Per-rank statistics of one `run`. Times in milliseconds. */
 export interface PoolStats {
