@@ -1,6 +1,13 @@
 // The ranks of `npm run bench -- tasks` (bench/tasks.ts). `stop`: rank 0 puts 30 tasks of 3 s that honour
 // ctx.signal (a timer given the signal); the last rank's first task calls ctx.stop after 1 s. Every rank prints
 // one JSON line: when its run settled and, on the stopping rank, when the stop was called (epoch ms, one clock).
+// `hash DIR CONCURRENCY WAIT_MS`: rank 0 puts one task per file of DIR; each reads its file and hashes it, after
+// waiting WAIT_MS (0: none; else as for a remote store); rank 0 prints the run's wall time and the xor of the
+// hashes' first words.
+import { createHash } from "node:crypto";
+import { readdirSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { connect } from "workpool";
 
@@ -24,5 +31,22 @@ if (what === "stop") {
   });
   const settledAt = Date.now();
   console.log(JSON.stringify({ rank: world.rank, stopped: r.stopped, started, stopAt, settledAt }));
+} else if (what === "hash") {
+  const dir = process.argv[3] as string;
+  const concurrency = Number(process.argv[4]);
+  const waitMs = Number(process.argv[5] ?? 0);
+  const pool = world.pool<string>(Number.isInteger(concurrency) && concurrency > 0 ? { concurrency } : {});
+  if (world.rank === 0) for (const f of readdirSync(dir)) pool.put(join(dir, f));
+  const r = await pool.run(
+    async (file) => {
+      if (waitMs > 0) await sleep(waitMs);
+      const bytes = await readFile(file);
+      return createHash("sha256").update(bytes).digest().readUInt32LE(0);
+    },
+    { reduce: (a, b) => (a ^ b) >>> 0 },
+  );
+  if (world.rank === 0) {
+    console.log(JSON.stringify({ ms: r.wallMs, xor: r.result, concurrency: pool.config.concurrency }));
+  }
 } else throw new Error(`tasks-ranks.ts: unknown workload ${what}`);
 await world.close();

@@ -410,7 +410,9 @@ export async function forEach<R>(
     Math.min(a[2], b[2]),
     Math.max(a[3], b[3]),
   ];
-  const runOptions = options?.signal ? { reduce, signal: options.signal } : { reduce };
+  // One range at a time per rank: a range's iterations are timed to choose the grain, and an async body's run
+  // one after another (docs/loops.md), whatever the pool's `concurrency`.
+  const runOptions = options?.signal ? { reduce, signal: options.signal, concurrency: 1 } : { reduce, concurrency: 1 };
   let result: RunResult<unknown>;
   try {
     result = await pool.run(handler as TaskHandler<Piece, unknown>, runOptions as RunOptions<unknown>);

@@ -185,6 +185,17 @@ export class Pool<T = unknown> {
       throw new InvalidArgumentError(`run: handler must be a function; got ${describe(handler)}`);
     }
     const results = Results.of(options.reduce as RunOptions["reduce"]);
+    const concurrency = options.concurrency ?? this.config.concurrency;
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new InvalidArgumentError(
+        `run: option \`concurrency\` must be a positive integer; got ${describe(options.concurrency)}`,
+      );
+    }
+    if (concurrency > 1 && this.config.retries > 0) {
+      throw new InvalidArgumentError(
+        `run: option \`concurrency\` must be 1 with a pool that has \`retries\` (it commits between tasks); got ${concurrency}`,
+      );
+    }
     if (this.engine) throw new InvalidArgumentError("run: this pool is already running; await the first run");
     if (this.world.isClosed) throw new ClosedError("run: the world is closed");
     const stats = emptyStats(this.world.rank, this.config.mode);
@@ -203,6 +214,7 @@ export class Pool<T = unknown> {
       : undefined;
     trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
     const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);
+    rt.concurrency = concurrency;
     const initial = this.pending;
     this.pending = [];
     /** The run ended because every task was done (not failed, not stopped): see ctx.put. */

@@ -68,6 +68,11 @@ export type TaskHandler<T, R = unknown, S = unknown> = (
 ) => R | void | Promise<R | void>;
 
 export interface RunOptions<R = unknown> {
+  /**
+   * Most async tasks in flight on this rank during this run (PoolOptions `concurrency`, which it overrides for
+   * this run only; ranks may differ). A positive integer, 1 with a pool that has `retries`. @default the pool's
+   */
+  readonly concurrency?: number;
   /** Aborting makes `run` reject with AbortError on this rank and PeerAbortedError (an AbortError) on the others. */
   readonly signal?: AbortSignal;
   /**
