@@ -72,6 +72,17 @@ for (const [n, pool, what, width] of CASES) {
   });
 }
 
+test("with tasks in flight, queued tasks still start in priority order", async (t) => {
+  const r = await run(["-n", "1", "--timeout", "60", fixture("pool-concurrency.ts"), "priority", "4"]);
+  t.is(r.code, 0, r.stderr);
+  const line = r.stdout.split("\n").find((l) => l.includes("result ")) as string;
+  const { started } = JSON.parse(line.slice(line.indexOf("result ") + 7)) as { started: number[] };
+  t.deepEqual(
+    started,
+    Array.from({ length: 40 }, (_, i) => 39 - i),
+  );
+});
+
 test("`concurrency` is a positive integer, and 1 with `retries`: checked up front, naming the option", (t) => {
   t.is(resolvePoolConfig({}, undefined, 2).concurrency, DEFAULT_CONCURRENCY);
   t.is(resolvePoolConfig({ concurrency: 3 }, "distributed", 2).concurrency, 3);
