@@ -123,7 +123,8 @@ export class CentralWorker<T> implements Engine<T> {
     if (own.size < this.keep) {
       own.push(task, priority);
       this.kept++;
-      if (this.parked || this.flight.size > 0) this.wakeUp();
+      if (this.parked) this.wakeUp();
+      else this.flight.wake();
       return;
     }
     if (this.keep > 0) {
@@ -132,8 +133,11 @@ export class CentralWorker<T> implements Engine<T> {
       this.kept++;
       this.giveBack(1);
     } else this.out.add(task, priority);
-    if (this.parked || this.flight.size > 0) this.wakeUp();
-    else if (this.out.size >= FLUSH_TASKS) this.sendStatus(false);
+    if (this.parked) this.wakeUp();
+    else {
+      this.flight.wake();
+      if (this.out.size >= FLUSH_TASKS) this.sendStatus(false);
+    }
   }
 
   /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then the oldest own. */
