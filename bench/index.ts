@@ -16,6 +16,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   strategies: async () => (await import("./strategies.ts")).suite,
   loops: async () => (await import("./loops.ts")).suite,
   defaults: async () => (await import("./defaults.ts")).suite,
+  tasks: async () => (await import("./tasks.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

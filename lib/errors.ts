@@ -28,6 +28,7 @@ export type ErrorCode =
   | "WP_TASK_FAILED"
   | "WP_RANK_FAILED"
   | "WP_ABORTED"
+  | "WP_STOPPED"
   | "WP_BOOTSTRAP";
 
 /** Base class of every error workpool raises. */
@@ -135,6 +136,17 @@ export class PeerAbortedError extends AbortError {
     super(message, options);
     this.name = "PeerAbortedError";
     this.rank = rank;
+  }
+}
+
+/**
+ * The reason of a handler's `ctx.signal` when a task ended the run on purpose with `ctx.stop` (the run itself
+ * resolves, with `stopped: true`): `fetch`, timers and streams given the signal reject with it.
+ */
+export class StoppedError extends WorkpoolError {
+  constructor(message: string) {
+    super("WP_STOPPED", message);
+    this.name = "StoppedError";
   }
 }
 

@@ -14,6 +14,7 @@ export {
   InvalidArgumentError,
   PeerAbortedError,
   RankFailedError,
+  StoppedError,
   TaskError,
   WorkpoolError,
 } from "./errors.ts";
@@ -32,9 +33,17 @@ export type {
 import "./loop/doacross.ts";
 import "./loop/doall.ts";
 export type { DoacrossBody, DoacrossOptions, DoacrossResult } from "./loop/doacross.ts";
-export type { LoopBody, LoopContext, LoopOptions, LoopResult, LoopStats } from "./loop/options.ts";
+export type { LoopBody, LoopContext, LoopOptions, LoopResult, LoopStats, StoppableLoopResult } from "./loop/options.ts";
 export type { BoundSense } from "./pool/bound.ts";
 export { Bound } from "./pool/bound.ts";
 export { Pool } from "./pool/pool.ts";
 export type { TaskOrder } from "./pool/queue.ts";
-export type { PoolStats, PutOptions, RunOptions, RunResult, TaskContext, TaskHandler } from "./pool/types.ts";
+export type {
+  PoolStats,
+  PutOptions,
+  RunOptions,
+  RunResult,
+  StoppableRunResult,
+  TaskContext,
+  TaskHandler,
+} from "./pool/types.ts";

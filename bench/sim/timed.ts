@@ -310,6 +310,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     const rt = new PoolRuntime(link, config, 1, stats, Results.of(undefined), undefined);
     const ctx: TaskContext<SimTask> = {
       rank,
+      signal: new AbortController().signal,
       put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to),
       stop: () => problems.push(`rank ${rank}: a task called ctx.stop (no workload here does)`),
     };

@@ -36,6 +36,7 @@ import {
   type LoopContext,
   type LoopOptions,
   type LoopResult,
+  type StoppableLoopResult,
   type LoopStats,
   resolveLoop,
 } from "./options.ts";
@@ -203,6 +204,7 @@ export async function forEach<R>(
   const contextOf = (ctx: TaskContext<Piece>): LoopContext =>
     (loopCtx ??= {
       rank: ctx.rank,
+      signal: ctx.signal,
       stop: (result?: unknown) => {
         stopped = true;
         ctx.stop(result);
@@ -408,7 +410,9 @@ export async function forEach<R>(
     Math.min(a[2], b[2]),
     Math.max(a[3], b[3]),
   ];
-  const runOptions = options?.signal ? { reduce, signal: options.signal } : { reduce };
+  // One range at a time per rank: a range's iterations are timed to choose the grain, and an async body's run
+  // one after another (docs/loops.md), whatever the pool's `concurrency`.
+  const runOptions = options?.signal ? { reduce, signal: options.signal, concurrency: 1 } : { reduce, concurrency: 1 };
   let result: RunResult<unknown>;
   try {
     result = await pool.run(handler as TaskHandler<Piece, unknown>, runOptions as RunOptions<unknown>);
@@ -469,7 +473,9 @@ declare module "../comm/world.ts" {
      * resolves on every rank with `result`, every value `body` returned combined with `options.reduce` (sum
      * by default). The loops of one world share one pool, made on the first loop from the launcher's
      * `--pool SPEC`, where a centralized pool's coordinator works too unless the spec sets `coordinatorWorks`;
-     * for other pool options, make a pool and call its `forEach`.
+     * for other pool options, make a pool and call its `forEach`. A loop whose body may `ctx.stop(value)`
+     * with a value of another type than it returns names that type as the second type argument
+     * (`parallelFor<number, Found>(...)`), as for `pool.run`.
      */
     parallelFor<R = number>(
       start: number,
@@ -477,9 +483,16 @@ declare module "../comm/world.ts" {
       body: LoopBody<R>,
       options?: LoopOptions<R>,
     ): Promise<LoopResult<R>>;
+    parallelFor<R, S>(
+      start: number,
+      end: number,
+      body: LoopBody<R, S>,
+      options?: LoopOptions<R>,
+    ): Promise<StoppableLoopResult<R, S>>;
   }
 }
 
+// One implementation for both declarations (the second only types the stop value).
 World.prototype.parallelFor = async function parallelFor<R>(
   this: World,
   start: number,
@@ -494,4 +507,4 @@ World.prototype.parallelFor = async function parallelFor<R>(
     loopPools.set(this, pool);
   }
   return forEach(pool, this, start, end, body, options, "parallelFor");
-};
+} as World["parallelFor"];

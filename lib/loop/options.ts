@@ -1,18 +1,25 @@
 import type { ReduceOp } from "../comm/ops.ts";
 import { ENV } from "../comm/env.ts";
 import { describe, InvalidArgumentError } from "../errors.ts";
-import type { RunResult } from "../pool/types.ts";
+import type { RunResult, StoppableRunResult } from "../pool/types.ts";
 import { DEFAULT_OVERHEAD } from "./grain.ts";
 
 /** What a loop body gets besides its index. */
-export interface LoopContext {
+/** `S` is the type of the value `stop` takes: unknown unless the loop is given it as its second type argument. */
+export interface LoopContext<S = unknown> {
   /** The rank running the iteration. */
   readonly rank: number;
+  /**
+   * Aborts when the loop ends before every iteration ran (`stop`, a body's throw, an abort, on any rank), as a
+   * run's `ctx.signal` does: the loop does not wait for a body that ignores it, and what such a body returns
+   * afterwards counts nowhere.
+   */
+  readonly signal: AbortSignal;
   /**
    * Ends the loop early, on every rank (a search that found what it wanted): iterations not started are
    * skipped, and the loop resolves with `stopped: true` and `result` set to `result`.
    */
-  stop(result?: unknown): void;
+  stop(result?: S): void;
 }
 
 /**
@@ -20,7 +27,7 @@ export interface LoopContext {
  * `reduce`. Returning nothing (undefined) adds nothing. An async body's iterations on one rank run one after
  * another, as a sequential loop's would.
  */
-export type LoopBody<R> = (i: number, ctx: LoopContext) => R | void | Promise<R | void>;
+export type LoopBody<R, S = unknown> = (i: number, ctx: LoopContext<S>) => R | void | Promise<R | void>;
 
 /** Options of `pool.forEach` and `world.parallelFor`. */
 export interface LoopOptions<R = unknown> {
@@ -49,6 +56,13 @@ export interface LoopOptions<R = unknown> {
 export interface LoopResult<R = unknown> extends RunResult<R> {
   readonly loop: LoopStats;
 }
+
+/**
+ * What a loop given the stop value's type `S` (`world.parallelFor<number, Found>(...)`) resolves to: `stopped`
+ * tells the reduction of the body's values (an `R`) from the value given `ctx.stop` (an `S`), as
+ * StoppableRunResult does for `run`.
+ */
+export type StoppableLoopResult<R, S> = StoppableRunResult<R, S> & { readonly loop: LoopStats };
 
 /** This rank's part of one loop. */
 export interface LoopStats {

@@ -97,3 +97,8 @@ export const DEFAULT_LOW_WATER = 2;
 /** Distributed, sender-initiated: push work above this many queued tasks. */
 export const DEFAULT_HIGH_WATER = 16;
 export const DEFAULT_SEED = 1;
+/**
+ * Async tasks a rank keeps in flight: enough for an I/O app that names no option to overlap its waits (a read
+ * from disk, a request), few enough that a rank holds little more than it runs (options.ts `concurrency`).
+ */
+export const DEFAULT_CONCURRENCY = 16;

@@ -17,14 +17,17 @@ export const now = (): number => performance.now();
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
- * Runs tasks one at a time on this rank. A sync handler runs without any await around it (`execute` returns
- * undefined); an async one's promise is returned for the caller to await. A handler's returned value goes to
- * `results`; a throwing handler becomes a TaskError naming rank and task.
+ * Runs tasks on this rank. A sync handler runs without any await around it (`execute` returns undefined); an
+ * async one's promise is returned for the caller to await, or to keep in flight while it starts others (the
+ * engines' Flight, PoolOptions `concurrency`): the promise is how an async handler is told from a sync one. A handler's returned value goes to
+ * `results`; a throwing handler becomes a TaskError naming rank and task. An async handler that settles after
+ * its run ended (`ctx.signal` aborted) counts nowhere: its value and its error are dropped.
  *
  * Timing: busy time is measured over stretches of back-to-back tasks, with the clock read every `stride`
  * tasks (adapted so that reads come about every CLOCK_EVERY_MS) and when the stretch ends (`pause`, `yield`);
  * the engine's own work between tasks of a stretch counts as busy. Async tasks read the clock around each
- * task; when tracing, each sync task reads it once, at its end (it began when the one before it ended).
+ * task, and the time while any is in flight counts as busy once, however many are; when tracing, each sync task
+ * reads it once, at its end (it began when the one before it ended).
  */
 export class Executor<T> {
   /** Start of the current busy stretch, or of the time since the last clock read within it. */
@@ -34,6 +37,9 @@ export class Executor<T> {
   private sinceRead = 0;
   private stride = 1;
   private running = false;
+  /** Async tasks started and not settled (PoolOptions `concurrency`), and when the first of them began. */
+  private inFlight = 0;
+  private flightStart = 0;
   /** Tracing only: when the last task ended (or the stretch began). */
   private traceClock = 0;
 
@@ -69,30 +75,48 @@ export class Executor<T> {
     } catch (cause) {
       throw this.failure(task, cause);
     }
-    // Async: the time until it settles counts as busy, as one stretch of its own.
+    // Async: the time while any async task is in flight counts as busy, once however many are (concurrency).
     this.pause();
-    const start = this.mark;
+    let start: number;
+    if (this.inFlight++ === 0) start = this.flightStart = this.mark;
+    else start = now();
+    const signal = this.ctx.signal;
     return (r as Promise<unknown>).then(
       (v) => {
+        if (signal.aborted) {
+          this.inFlight--;
+          return;
+        }
         try {
           this.results.add(v);
         } catch (cause) {
+          this.landed(now());
           throw this.failure(task, cause);
         }
         const t1 = now();
-        this.stats.busyMs += t1 - start;
         this.stats.tasksExecuted++;
         this.stats.lastTaskAt = performance.timeOrigin + t1;
         this.trace?.task(start, t1);
-        this.mark = t1;
-        this.traceClock = t1;
-        this.running = true;
+        this.landed(t1);
       },
       (cause: unknown) => {
-        this.mark = now();
+        if (signal.aborted) {
+          this.inFlight--;
+          return;
+        }
+        this.landed(now());
         throw this.failure(task, cause);
       },
     );
+  }
+
+  /** An async task settled at `t1`: when it was the last in flight, the time since the first began was busy. */
+  private landed(t1: number): void {
+    if (--this.inFlight > 0) return;
+    this.stats.busyMs += t1 - this.flightStart;
+    this.mark = t1;
+    this.traceClock = t1;
+    this.running = true;
   }
 
   /** Tracing: a sync task ended now; it started when the one before it ended (one clock read per task). */
@@ -129,7 +153,8 @@ export class Executor<T> {
   private read(): number {
     const t = now();
     const n = this.sinceRead;
-    this.stats.busyMs += t - this.mark;
+    // While async tasks are in flight, their span counts (landed): sync work meanwhile is inside it.
+    if (this.inFlight === 0) this.stats.busyMs += t - this.mark;
     if (n > 0) {
       this.stats.lastTaskAt = performance.timeOrigin + t;
       const per = (t - this.mark) / n;

@@ -1,6 +1,7 @@
 import { ConfigError, describe } from "../errors.ts";
 import {
   DEFAULT_CHUNK,
+  DEFAULT_CONCURRENCY,
   DEFAULT_COORDINATOR,
   DEFAULT_COORDINATOR_WORKS,
   DEFAULT_GRAIN,
@@ -37,6 +38,21 @@ export type { Initiation, PartnerPolicy, PoolMode, TerminationDetector, Topology
 export interface PoolOptions {
   /** Where the task queue lives. @default "centralized" */
   readonly mode?: PoolMode;
+  /**
+   * Most async tasks a rank keeps in flight: when a handler returns a promise (an `await readFile`, a `fetch`),
+   * the rank starts its next queued task instead of waiting, up to this many at once, and a rank with tasks in
+   * flight is busy (it neither ends the run nor counts as idle for balancing) until they settle. Sync handlers
+   * are not affected: they run one after another, as ever. Each task still runs exactly once, and its value,
+   * puts, priority, `ctx.stop` and `ctx.signal` behave as with one at a time; what changes is that tasks of one
+   * rank interleave at their awaits, so handlers sharing mutable state must not assume one runs alone.
+   *
+   * How to pick it: about the time a task waits divided by the CPU time it spends (Little's law), so that the
+   * rank's core stays busy; for files, Node's thread pool (UV_THREADPOOL_SIZE, 4 by default) caps how many reads
+   * the disk sees at once; for a remote service, what it tolerates. 1 runs async tasks one at a time. A
+   * centralized pool with `retries` runs one at a time per worker (its exactly-once commits are made between
+   * tasks): setting it above 1 there is an error. @default 16
+   */
+  readonly concurrency?: number;
   /**
    * In what order a rank runs its own queued tasks of equal priority: `lifo`, newest first (work-first: a
    * task tree is walked depth-first, as a plain loop with a stack would, so memory stays bounded by depth x
@@ -113,6 +129,7 @@ export type PoolConfig = Required<PoolOptions>;
 
 const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   mode: "both",
+  concurrency: "both",
   order: "both",
   coordinator: "centralized",
   keep: "centralized",
@@ -131,6 +148,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
 };
 
 const NUMERIC = new Set<keyof PoolOptions>([
+  "concurrency",
   "coordinator",
   "chunk",
   "keep",
@@ -160,6 +178,13 @@ function bool(key: string, value: unknown): boolean {
 function nonNegativeInt(key: string, value: unknown): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
     throw new ConfigError(`pool option \`${key}\` must be a non-negative integer; got ${describe(value)}`);
+  }
+  return value;
+}
+
+export function positiveInt(key: string, value: unknown): number {
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    throw new ConfigError(`pool option \`${key}\` must be a positive integer; got ${describe(value)}`);
   }
   return value;
 }
@@ -230,14 +255,23 @@ export function resolvePoolConfig(
       throw new ConfigError(`pool option \`${key}\` applies to ${where} pools only; this pool is ${mode}`);
     }
   }
+  const retries = nonNegativeInt("retries", merged.retries ?? DEFAULT_RETRIES);
+  const concurrency = positiveInt("concurrency", merged.concurrency ?? (retries > 0 ? 1 : DEFAULT_CONCURRENCY));
+  if (concurrency > 1 && retries > 0) {
+    throw new ConfigError(
+      `pool option \`concurrency\` must be 1 with \`retries\` (a resilient pool commits between tasks, so it runs one ` +
+        `at a time per worker); got ${concurrency}`,
+    );
+  }
   const config: PoolConfig = {
     mode,
+    concurrency,
     order: oneOf("order", merged.order ?? DEFAULT_ORDER, ORDERS),
     coordinator: nonNegativeInt("coordinator", merged.coordinator ?? DEFAULT_COORDINATOR),
     chunk: nonNegativeInt("chunk", merged.chunk ?? DEFAULT_CHUNK),
     coordinatorWorks: bool("coordinatorWorks", merged.coordinatorWorks ?? DEFAULT_COORDINATOR_WORKS),
     keep: nonNegativeInt("keep", merged.keep ?? DEFAULT_KEEP),
-    retries: nonNegativeInt("retries", merged.retries ?? DEFAULT_RETRIES),
+    retries,
     speculate: bool("speculate", merged.speculate ?? DEFAULT_SPECULATE),
     initiation: oneOf("initiation", merged.initiation ?? DEFAULT_INITIATION, INITIATIONS),
     partner: oneOf("partner", merged.partner ?? DEFAULT_PARTNER, PARTNERS),

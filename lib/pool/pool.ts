@@ -9,13 +9,14 @@ import {
   EncodeError,
   InvalidArgumentError,
   RankFailedError,
+  StoppedError,
 } from "../errors.ts";
 import { REPORT, report } from "../runtime/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
 import { isTaskKey } from "./keys.ts";
 import { forEach } from "../loop/doall.ts";
-import type { LoopBody, LoopOptions, LoopResult } from "../loop/options.ts";
+import type { LoopBody, LoopOptions, LoopResult, StoppableLoopResult } from "../loop/options.ts";
 import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
 import { type Engine, type PendingPut, PoolRuntime, worldLink } from "./runtime.ts";
@@ -27,6 +28,8 @@ import {
   type PutOptions,
   type RunOptions,
   type RunResult,
+  type StoppableRunResult,
+  type TaskContext,
   type TaskHandler,
 } from "./types.ts";
 
@@ -203,12 +206,32 @@ export class Pool<T = unknown> {
    * (sum by default), the same on every rank. Rejects with TaskError if a handler threw on any rank,
    * AbortError if `signal` aborted here (PeerAbortedError if it aborted on another rank), RankFailedError if
    * this rank's messaging failed or another rank's run failed otherwise.
+   *
+   * Types: `R` is what handlers return (inferred from the handler). A run whose tasks may `ctx.stop(value)` with a
+   * value of another type names that type as the second type argument, `pool.run<number, Found>(...)`: `ctx.stop`
+   * then takes a `Found`, and the result is a StoppableRunResult, whose `stopped` tells a `Found` from a `number`.
    */
-  async run<R = number>(handler: TaskHandler<T, R>, options: RunOptions<R> = {}): Promise<RunResult<R>> {
+  run<R = number>(handler: TaskHandler<T, R>, options?: RunOptions<R>): Promise<RunResult<R>>;
+  run<R, S>(handler: TaskHandler<T, R, S>, options?: RunOptions<R>): Promise<StoppableRunResult<R, S>>;
+  async run<R, S>(
+    handler: TaskHandler<T, R, S>,
+    options: RunOptions<R> = {},
+  ): Promise<RunResult<R> | StoppableRunResult<R, S>> {
     if (typeof handler !== "function") {
       throw new InvalidArgumentError(`run: handler must be a function; got ${describe(handler)}`);
     }
     const results = Results.of(options.reduce as RunOptions["reduce"]);
+    const concurrency = options.concurrency ?? this.config.concurrency;
+    if (!Number.isInteger(concurrency) || concurrency < 1) {
+      throw new InvalidArgumentError(
+        `run: option \`concurrency\` must be a positive integer; got ${describe(options.concurrency)}`,
+      );
+    }
+    if (concurrency > 1 && this.config.retries > 0) {
+      throw new InvalidArgumentError(
+        `run: option \`concurrency\` must be 1 with a pool that has \`retries\` (it commits between tasks); got ${concurrency}`,
+      );
+    }
     if (this.engine) throw new InvalidArgumentError("run: this pool is already running; await the first run");
     if (this.world.isClosed) throw new ClosedError("run: the world is closed");
     const stats = emptyStats(this.world.rank, this.config.mode);
@@ -227,19 +250,23 @@ export class Pool<T = unknown> {
       : undefined;
     trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
     const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);
+    rt.concurrency = concurrency;
     const initial = this.pending;
     this.pending = [];
     if (this.epoch === 1 && this.world.size > 1) this.tellRoots(initial);
     /** The run ended because every task was done (not failed, not stopped): see ctx.put. */
     let completed = false;
     unrun.delete(this as Pool<unknown>);
+    // Aborts once the run ends here other than by completing (types.ts, TaskContext.signal).
+    const ended = new AbortController();
     const ctx = {
       rank: this.world.rank,
+      signal: ended.signal,
       // A handler still running after its run failed, or ctx.stop ended it, puts into nothing: its tasks belong
       // to a run that is over, and must not become the next run's first tasks. After a run that ended because
       // every task was done, no task of it is still running: a put then (a timer's) is the app's mistake.
       put: (task: T, o?: PutOptions) => {
-        if (this.runtime === rt) this.putFrom(task, o, true);
+        if (this.runtime === rt && !ended.signal.aborted) this.putFrom(task, o, true);
         else if (completed) {
           throw new InvalidArgumentError(
             `put: ${name} run ${rt.epoch} is over (every task ran): ctx.put after it ended puts nothing; ` +
@@ -249,13 +276,22 @@ export class Pool<T = unknown> {
       },
       stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
     };
-    const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx, initial);
+    const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx as TaskContext<T>, initial);
     this.runtime = rt;
     this.engine = engine;
     const stashed = this.stash;
     this.stash = [];
     for (const m of stashed) this.route(...m);
     engine.start();
+    // Before `run` settles (the first reaction to `done`): handlers still running learn that the run is over
+    // at once, with the error `run` rejects with, or a StoppedError.
+    const epoch = this.epoch;
+    engine.done.then(
+      () => {
+        if (rt.stopped) ended.abort(new StoppedError(`${name} run ${epoch} was stopped by ctx.stop`));
+      },
+      (e: unknown) => ended.abort(e),
+    );
     // Between messages a run may have nothing the event loop can see: it is not an app that forgot close().
     const release = this.world.hold();
     // This rank's messaging failed (its receive loop): the run fails here and tells the others.
@@ -277,7 +313,6 @@ export class Pool<T = unknown> {
     // A rank that closed its world having begun fewer runs of this pool will never join this one: a run called
     // on only some ranks (`if (rank === 0) await pool.run(...)`, or a loop) fails here naming it, instead of
     // waiting for good while that rank waits in close().
-    const epoch = this.epoch;
     const offLeave = this.world.onLeave((rank, progress) => {
       const runs = progress.get(this.context) ?? 0;
       if (runs >= epoch) return;
@@ -365,7 +400,14 @@ export class Pool<T = unknown> {
    * `loop` figures. The pool must hold no tasks put and not run; put none while the loop runs. Rejects with
    * InvalidArgumentError on bad arguments (naming them), and as `run` does otherwise.
    */
-  forEach<R = number>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>> {
+  forEach<R = number>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>>;
+  forEach<R, S>(
+    start: number,
+    end: number,
+    body: LoopBody<R, S>,
+    options?: LoopOptions<R>,
+  ): Promise<StoppableLoopResult<R, S>>;
+  forEach<R>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>> {
     return forEach(this as Pool<unknown>, this.world, start, end, body, options);
   }
 

@@ -53,6 +53,8 @@ export function worldLink(world: World, context: number): PoolLink {
 export class PoolRuntime {
   readonly rank: number;
   readonly size: number;
+  /** Most async tasks in flight on this rank in this run: the pool's `concurrency`, or the run's own. */
+  concurrency: number;
 
   constructor(
     readonly link: PoolLink,
@@ -66,6 +68,7 @@ export class PoolRuntime {
   ) {
     this.rank = link.rank;
     this.size = link.size;
+    this.concurrency = config.concurrency;
   }
 
   send(dest: number, tag: number, body: Record<string, unknown>): void {

@@ -24,28 +24,55 @@ export interface PutOptions {
   readonly key?: TaskKey;
 }
 
-/** What a handler gets besides its task. */
-export interface TaskContext<T> {
+/**
+ * What a handler gets besides its task. `S` is the type of the value `stop` takes: unknown unless `run` is given
+ * it as its second type argument (`pool.run<number, Found>(...)`).
+ */
+export interface TaskContext<T, S = unknown> {
   /** The rank running the task. */
   readonly rank: number;
+  /**
+   * Aborts when the run ends before every task ran: a task stopped it (`ctx.stop`; the reason is a
+   * StoppedError), a handler threw or a rank failed (the reason is the error `run` rejects with here: a
+   * TaskError, RankFailedError, ...), or a `run` signal aborted, on any rank (an AbortError here, a
+   * PeerAbortedError elsewhere). It aborts on every rank as soon as that rank learns that the run ended, just
+   * before `run` settles there. Give it to `fetch`, streams and timers, or check `signal.aborted` in a long loop
+   * that awaits now and then (a synchronous stretch sees nothing until it yields), so that the task ends
+   * promptly.
+   *
+   * `run` does not wait for handlers still running when it ends: JavaScript cannot stop a function from outside,
+   * so one that ignores the signal runs on after `run` settled. What it does then counts nowhere: its puts are
+   * dropped, its returned value and its throw are ignored (not in `result`, not in `tasksExecuted`).
+   */
+  readonly signal: AbortSignal;
   /** Adds a task to the pool (tasks may create tasks). */
   put(task: T, options?: PutOptions): void;
   /**
    * Ends the run early, on purpose (a search that found what it wanted): tasks still queued or in transit are
    * dropped, and `run` resolves on every rank with `stopped: true` and `result` set to `result` (not the
    * reduction). If several tasks stop the run at once, the first stop to reach the rank that decides (the
-   * coordinator, or rank 0 of a distributed pool) wins, the same on every rank. Tasks already running finish.
+   * coordinator, or rank 0 of a distributed pool) wins, the same on every rank. Tasks already running on any
+   * rank see `signal` abort; `run` does not wait for them.
    */
-  stop(result?: unknown): void;
+  stop(result?: S): void;
 }
 
 /**
  * Runs one task. It may return a value (or a promise of one): `run` combines every task's value with the
  * run's `reduce` and gives the total to every rank as `result`. Returning nothing (undefined) adds nothing.
+ * `S` is the type of the value its `ctx.stop` takes.
  */
-export type TaskHandler<T, R = unknown> = (task: T, ctx: TaskContext<T>) => R | void | Promise<R | void>;
+export type TaskHandler<T, R = unknown, S = unknown> = (
+  task: T,
+  ctx: TaskContext<T, S>,
+) => R | void | Promise<R | void>;
 
 export interface RunOptions<R = unknown> {
+  /**
+   * Most async tasks in flight on this rank during this run (PoolOptions `concurrency`, which it overrides for
+   * this run only; ranks may differ). A positive integer, 1 with a pool that has `retries`. @default the pool's
+   */
+  readonly concurrency?: number;
   /** Aborting makes `run` reject with AbortError on this rank and PeerAbortedError (an AbortError) on the others. */
   readonly signal?: AbortSignal;
   /**
@@ -62,12 +89,30 @@ export interface RunOptions<R = unknown> {
 export interface RunResult<R = unknown> extends PoolStats {
   /**
    * Every task's returned value, combined with `reduce`; undefined when no task returned one. Same on every
-   * rank. After `ctx.stop(value)`: that value.
+   * rank. After `ctx.stop(value)`: that value, whatever its type (typed as `R` here: give `run` the stop
+   * value's type as its second type argument to have both typed, StoppableRunResult).
    */
   readonly result: R | undefined;
   /** True when a task ended the run early with `ctx.stop`. */
   readonly stopped: boolean;
 }
+
+/**
+ * What `pool.run<R, S>` resolves to when given the stop value's type `S`: `stopped` tells which `result` it is,
+ * the reduction of the values handlers returned (an `R`) or the value a task gave `ctx.stop` (an `S`), so
+ * neither needs a cast:
+ *
+ * ```ts
+ * const r = await pool.run<number, Found>((t, ctx) => (t.hit ? ctx.stop({ at: t.id }) : 1));
+ * if (r.stopped) use(r.result?.at); // Found | undefined (undefined after a bare ctx.stop())
+ * else count(r.result); // number | undefined (undefined when no task returned a value)
+ * ```
+ */
+export type StoppableRunResult<R, S> = PoolStats &
+  (
+    | { readonly stopped: false; readonly result: R | undefined }
+    | { readonly stopped: true; readonly result: S | undefined }
+  );
 
 /** Per-rank statistics of one `run`. Times in milliseconds. */
 export interface PoolStats {

@@ -176,6 +176,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
     const rt = new PoolRuntime(link, config, 1, stats, res, undefined);
     const ctx: TaskContext<Task> = {
       rank,
+      signal: new AbortController().signal,
       put: (task, o) => engine.put(task, o?.priority ?? 0, undefined, true),
       stop: () => {},
     };

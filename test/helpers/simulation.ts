@@ -226,6 +226,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
     const rt = new PoolRuntime(link, config, 1, stats, Results.of(undefined), undefined);
     const ctx: TaskContext<Task> = {
       rank,
+      signal: new AbortController().signal,
       put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to ?? task.to, true, o?.key),
       stop: (result) => engine.stop(result === undefined ? undefined : [result]),
     };

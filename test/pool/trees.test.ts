@@ -246,3 +246,30 @@ for (const [n, pool] of [
     t.true(Math.max(...bests) >= 5000, `bests ${bests}`);
   });
 }
+
+// A stop drops what is queued: the run's one stopping task is a rank's first, every other task waits for good, so
+// each rank starts at most its `concurrency` (the centralized coordinator none) of the 200 queued, and the run ends.
+for (const [n, pool] of [
+  [1, "centralized"],
+  [3, "centralized"],
+  [3, "centralized,retries=1"],
+  [2, "centralized,coordinatorWorks=true"],
+  [3, "distributed"],
+  [3, "distributed,termination=tree"],
+  [3, "distributed,initiation=sender"],
+] as const) {
+  test(`ctx.stop from an async handler drops the queued tasks on ${n} rank${n > 1 ? "s" : ""} under ${pool}`, async (t) => {
+    const r = await run(["-n", String(n), "--timeout", "60", "--pool", pool, fixture("pool-stop-queued.ts")]);
+    t.is(r.code, 0, r.stderr);
+    const lines = r.stdout.split("\n").filter((l) => l.includes("result "));
+    t.is(lines.length, n);
+    let started = 0;
+    for (const line of lines) {
+      const v = JSON.parse(line.slice(line.indexOf("result ") + 7));
+      t.like(v, { stopped: true, result: 42 });
+      t.true(v.started <= v.concurrency, line);
+      started += v.started;
+    }
+    t.true(started >= 1 && started <= 16 * n && started < 200, `started ${started} of 200`);
+  });
+}

@@ -1,6 +1,7 @@
 import { deferred } from "../../deferred.ts";
 import { FLUSH_TASKS, TaskBatch } from "../batch.ts";
 import { Executor, now } from "../executor.ts";
+import { Flight } from "../flight.ts";
 import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
@@ -70,6 +71,13 @@ export class CentralWorker<T> implements Engine<T> {
   /** Tasks the coordinator asked this worker to hold (0: none asked), when it answers late (protocol.ts). */
   private hold = 0;
   private rttMs = 0;
+  /**
+   * Async tasks in flight (PoolOptions `concurrency`). They count as held until they settle (the coordinator
+   * sees them in `d`, tasks run), so the run cannot end while one is in flight.
+   */
+  private readonly flight: Flight;
+  /** Tasks this worker runs at once: 1, or the flight's limit once a handler returned a promise. */
+  private width = 1;
 
   constructor(
     private readonly rt: PoolRuntime,
@@ -80,6 +88,11 @@ export class CentralWorker<T> implements Engine<T> {
     this.own = new TaskQueue<T>(rt.config.order);
     this.keep = rt.config.keep;
     this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
+    this.flight = new Flight(
+      rt.concurrency,
+      () => this.executed++,
+      (e) => this.fail(e),
+    );
     this.capacity = rt.config.chunk > 0 ? Math.max(2, rt.config.chunk) : 4;
     for (const p of initial) this.put(p.task, p.priority);
   }
@@ -111,6 +124,7 @@ export class CentralWorker<T> implements Engine<T> {
       own.push(task, priority);
       this.kept++;
       if (this.parked) this.wakeUp();
+      else this.flight.wake();
       return;
     }
     if (this.keep > 0) {
@@ -120,7 +134,10 @@ export class CentralWorker<T> implements Engine<T> {
       this.giveBack(1);
     } else this.out.add(task, priority);
     if (this.parked) this.wakeUp();
-    else if (this.out.size >= FLUSH_TASKS) this.sendStatus(false);
+    else {
+      this.flight.wake();
+      if (this.out.size >= FLUSH_TASKS) this.sendStatus(false);
+    }
   }
 
   /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then the oldest own. */
@@ -149,7 +166,8 @@ export class CentralWorker<T> implements Engine<T> {
       v: this.given,
       n: this.sent + this.out.size,
       t: [],
-      c: Math.max(this.capacity, this.hold),
+      // The tasks in flight are held too: room for them beyond the capacity that covers the turnaround.
+      c: Math.max(this.capacity, this.hold) + this.width - 1,
       m: this.exec.meanTaskMs(),
       l: this.queued(),
       w: 0,
@@ -184,10 +202,22 @@ export class CentralWorker<T> implements Engine<T> {
     exec.resume();
     this.sendStatus(true);
     while (!this.finished) {
+      const flight = this.flight;
       for (let task = this.next(); task !== undefined; task = this.next()) {
         const running = exec.execute(task);
-        if (running) await running;
-        this.executed++;
+        if (!running) this.executed++;
+        else if (flight.limit === 1) {
+          await running;
+          this.executed++;
+        } else {
+          // In flight (counted run when it settles): the next task starts now, unless the flight is full.
+          flight.add(running);
+          if (this.width === 1) {
+            this.width = flight.limit;
+            if (this.requestSentAt < 0) this.sendStatus(true);
+          }
+          while (flight.full && !this.finished && !this.stopping) await flight.wait();
+        }
         if (this.finished || this.stopping) return;
         const size = this.own.size + this.dealt.size;
         if (this.owed && size > 0) this.release();
@@ -218,6 +248,11 @@ export class CentralWorker<T> implements Engine<T> {
         this.sendStatus(this.requestSentAt < 0);
       }
       if (this.queued() > 0) continue;
+      if (flight.size > 0) {
+        // Not idle while tasks are in flight: wait for one to settle, or for work (a grant, a put).
+        await flight.wait();
+        continue;
+      }
       this.parked = true;
       await new Promise<void>((resolve) => {
         this.wake = resolve;
@@ -273,6 +308,7 @@ export class CentralWorker<T> implements Engine<T> {
     const w = this.wake;
     this.wake = undefined;
     w?.();
+    this.flight.wake();
   }
 
   stop(result: WireResult): void {

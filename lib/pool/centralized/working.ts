@@ -131,6 +131,7 @@ class Loopback extends PoolRuntime {
     results = base.results,
   ) {
     super(base.link, base.config, base.epoch, base.stats, results, base.trace);
+    this.concurrency = base.concurrency;
   }
 
   override send(dest: number, tag: number, body: Record<string, unknown>): void {

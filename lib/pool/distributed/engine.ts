@@ -2,6 +2,7 @@ import { deferred } from "../../deferred.ts";
 import { INITIATION_STRATEGIES } from "../balance/registry.ts";
 import { TaskBatch } from "../batch.ts";
 import { Executor } from "../executor.ts";
+import { Flight } from "../flight.ts";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { RecentKeys, type TaskKey } from "../keys.ts";
 import { PARTNER_POLICIES } from "../partner/registry.ts";
@@ -43,6 +44,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private readonly movableQueue: TaskQueue<T>;
   private readonly pinnedQueue: TaskQueue<T>;
   private readonly exec: Executor<T>;
+  /** Async tasks in flight (PoolOptions `concurrency`): while any is, the rank is busy. */
+  readonly flight: Flight;
   private readonly balancer: Balancer;
   private readonly detector: Detector;
   private readonly protocol: Protocol;
@@ -71,6 +74,11 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     private readonly timers: Timers = EVENT_LOOP_TIMERS,
   ) {
     this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
+    this.flight = new Flight(
+      rt.concurrency,
+      () => {},
+      (e) => this.fail(e),
+    );
     const { config } = rt;
     this.movableQueue = new TaskQueue<T>(config.order, this.recent);
     this.pinnedQueue = new TaskQueue<T>(config.order, this.recent);
@@ -95,7 +103,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   }
 
   get running(): boolean {
-    return this.inTask;
+    return this.inTask || this.flight.size > 0;
   }
 
   get passive(): boolean {
@@ -362,9 +370,15 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.balancer.received(source, kind, tasks.length, loadBefore);
   }
 
-  /** Makes a parked rank active (it has work, or tasks to send) and resumes its loop. */
+  /**
+   * Makes a parked rank active (it has work, or tasks to send) and resumes its loop; a loop waiting on tasks in
+   * flight looks at its queue again.
+   */
   private activate(): void {
-    if (!this.parked) return;
+    if (!this.parked) {
+      this.flight.wake();
+      return;
+    }
     this.parked = false;
     const w = this.wakeup;
     this.wakeup = undefined;
@@ -376,9 +390,18 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     exec.resume();
     while (!this.finished) {
       this.afterTask();
+      const flight = this.flight;
       for (let task = this.next(); task !== undefined; task = this.next()) {
         const pending = exec.execute(task);
-        if (pending) await pending;
+        if (pending) {
+          if (flight.limit === 1) await pending;
+          else {
+            // In flight: the next task starts now, unless the flight is full.
+            flight.add(pending);
+            this.inTask = false;
+            while (flight.full && !this.over) await flight.wait();
+          }
+        }
         if (this.over) return;
         this.afterTask();
         if (exec.sliceOver()) {
@@ -388,6 +411,12 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
         }
       }
       if (this.settle()) continue;
+      if (flight.size > 0) {
+        // Not passive while tasks are in flight: they may put more, and their completion is the rank's.
+        await flight.wait();
+        if (this.over) return;
+        continue;
+      }
       exec.pause();
       if (!this.park()) continue;
       await new Promise<void>((resolve) => {
@@ -401,6 +430,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.finished = true;
     this.balancer.stop();
     this.activate();
+    this.flight.wake();
   }
 
   private finish(lastActivityAt: number, result: WireResult): void {

@@ -1,0 +1,52 @@
+// The ranks of `npm run bench -- tasks` (bench/tasks.ts). `stop`: rank 0 puts 30 tasks of 3 s that honour
+// ctx.signal (a timer given the signal); the last rank's first task calls ctx.stop after 1 s. Every rank prints
+// one JSON line: when its run settled and, on the stopping rank, when the stop was called (epoch ms, one clock).
+// `hash DIR CONCURRENCY WAIT_MS`: rank 0 puts one task per file of DIR; each reads its file and hashes it, after
+// waiting WAIT_MS (0: none; else as for a remote store); rank 0 prints the run's wall time and the xor of the
+// hashes' first words.
+import { createHash } from "node:crypto";
+import { readdirSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { connect } from "workpool";
+
+const world = await connect();
+const what = process.argv[2];
+if (what === "stop") {
+  const pool = world.pool<number>();
+  const stopper = world.size - 1;
+  if (world.rank === 0) for (let i = 0; i < 30; i++) pool.put(i);
+  let started = 0;
+  let stopAt = 0;
+  const r = await pool.run(async (_id, ctx) => {
+    started++;
+    if (world.rank === stopper && started === 1) {
+      await sleep(1000);
+      stopAt = Date.now();
+      ctx.stop(1);
+      return;
+    }
+    await sleep(3000, undefined, { signal: ctx.signal }).catch(() => {});
+  });
+  const settledAt = Date.now();
+  console.log(JSON.stringify({ rank: world.rank, stopped: r.stopped, started, stopAt, settledAt }));
+} else if (what === "hash") {
+  const dir = process.argv[3] as string;
+  const concurrency = Number(process.argv[4]);
+  const waitMs = Number(process.argv[5] ?? 0);
+  const pool = world.pool<string>(Number.isInteger(concurrency) && concurrency > 0 ? { concurrency } : {});
+  if (world.rank === 0) for (const f of readdirSync(dir)) pool.put(join(dir, f));
+  const r = await pool.run(
+    async (file) => {
+      if (waitMs > 0) await sleep(waitMs);
+      const bytes = await readFile(file);
+      return createHash("sha256").update(bytes).digest().readUInt32LE(0);
+    },
+    { reduce: (a, b) => (a ^ b) >>> 0 },
+  );
+  if (world.rank === 0) {
+    console.log(JSON.stringify({ ms: r.wallMs, xor: r.result, concurrency: pool.config.concurrency }));
+  }
+} else throw new Error(`tasks-ranks.ts: unknown workload ${what}`);
+await world.close();
