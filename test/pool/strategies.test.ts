@@ -84,3 +84,20 @@ test("an option the configured strategies do not read is an error naming it, not
     message: "pool option `topology` must be one of hypercube, torus, ring; got `mesh`",
   });
 });
+
+test("a pool naming no mode is distributed, unless it sets an option only centralized pools have", (t) => {
+  const mode = (options: object | undefined, spec?: string) => resolvePoolConfig(options, spec, 4).mode;
+  t.is(mode(undefined), "distributed");
+  t.is(mode({}, ""), "distributed");
+  t.is(mode({ retries: 1 }), "centralized");
+  t.is(mode({ coordinatorWorks: true }), "centralized");
+  t.is(mode(undefined, "keep=0"), "centralized");
+  t.is(mode(undefined, "initiation=lifeline"), "distributed");
+  t.is(
+    mode({ initiation: "sender" }, "centralized"),
+    "distributed",
+    "a code mode implied by its options drops the spec",
+  );
+  t.is(mode({ order: "fifo" }, "centralized"), "centralized", "a spec's mode stands when code implies none");
+  t.throws(() => mode({ retries: 1, partner: "ring" }), { message: /`partner` applies to distributed pools only/ });
+});
