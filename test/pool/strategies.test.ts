@@ -93,11 +93,9 @@ test("a pool naming no mode is distributed, unless it sets an option only centra
   t.is(mode({ coordinatorWorks: true }), "centralized");
   t.is(mode(undefined, "keep=0"), "centralized");
   t.is(mode(undefined, "initiation=lifeline"), "distributed");
-  t.is(
-    mode({ initiation: "sender" }, "centralized"),
-    "distributed",
-    "a code mode implied by its options drops the spec",
-  );
+  t.throws(() => mode({ initiation: "sender" }, "centralized"), {
+    message: /`initiation` applies to distributed pools only; this pool is centralized/,
+  });
   t.is(mode({ order: "fifo" }, "centralized"), "centralized", "a spec's mode stands when code implies none");
   t.throws(() => mode({ retries: 1, partner: "ring" }), { message: /`partner` applies to distributed pools only/ });
 });
