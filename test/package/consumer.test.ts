@@ -2,8 +2,11 @@
 // under the other tests' feet), installed offline into a new app folder; then a strict NodeNext app
 // (test/fixtures/consumer/app.ts) type-checks against the packed declarations with and without skipLibCheck, a
 // JavaScript app runs through `npx workpool launch` with tsx removed from the install (dist/ needs no loader),
-// and the TypeScript app runs through `npx tsx` and `npx workpool launch`. A folder install (npm links it) runs
-// `npx workpool` too.
+// and the TypeScript app runs through `npx tsx` and `npx workpool launch`. A second `npm install` in the app (of a
+// tiny package the test packs) keeps the tarball's copy and its dependencies, as docs/package.md promises: a
+// folder installed with --install-links became a link there, and tsx, zeromq and msgpackr were removed (issue 28).
+// A ConfigError thrown in the library has a stack whose frames name files the package ships (it shipped source
+// maps naming lib/*.ts, which it does not). A folder install (npm links it) runs `npx workpool` too.
 //
 // Offline: the install uses npm's cache only, as `npm ci` of an app whose lockfile pins the package's
 // dependencies as this checkout's package-lock.json does. A lockfile, and not `npm install TARBALL`, because npm
@@ -13,9 +16,21 @@
 // CI=true that fails.
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import test from "ava";
 import { fixture, linesOf, ROOT } from "../helpers/run.ts";
 
@@ -93,13 +108,21 @@ function appLockfile(file: string, spec: string, manifest: Record<string, unknow
 
 /** The package's run-time dependencies on this platform, name to version, as package-lock.json pins them. */
 function runtimePackages(): Map<string, string> {
-  const lock = readLock();
   const found = new Map<string, string>();
-  for (const [path, entry] of Object.entries(lock.packages)) {
+  for (const [path, version] of runtimePlaces()) {
+    found.set(path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length), version);
+  }
+  return found;
+}
+
+/** The same packages by their places (node_modules/msgpackr/node_modules/msgpackr-extract), place to version. */
+function runtimePlaces(): Map<string, string> {
+  const found = new Map<string, string>();
+  for (const [path, entry] of Object.entries(readLock().packages)) {
     if (path === "" || entry.dev || entry.link || entry.version === undefined) continue;
     if (entry.os && !entry.os.includes(process.platform)) continue;
     if (entry.cpu && !entry.cpu.includes(process.arch)) continue;
-    found.set(path.slice(path.lastIndexOf("node_modules/") + "node_modules/".length), entry.version);
+    found.set(path, entry.version);
   }
   return found;
 }
@@ -156,6 +179,11 @@ serial(`npm pack builds dist/ and packs it${suffix}`, async (t) => {
   t.false(
     files.some((f) => f.startsWith("lib/") || f.startsWith("launcher/")),
     "the sources stay out of the package",
+  );
+  t.deepEqual(
+    files.filter((f) => f.endsWith(".map")),
+    [],
+    "no source maps: they name the sources, which the package does not ship",
   );
 });
 
@@ -230,6 +258,75 @@ serial(`a TypeScript app runs with npx tsx and npx workpool launch${suffix}`, as
   t.is(lines.filter((l) => l === "total 3").length, 3, show(ran));
   t.is(lines.filter((l) => l === "deepest 4 stopped false").length, 3, show(ran));
   t.is(lines.filter((l) => l === LOOPS).length, 3, show(ran));
+});
+
+/** The version of each run-time package found at its place in `folder`, or undefined. */
+function installedVersions(folder: string): Map<string, string | undefined> {
+  const found = new Map<string, string | undefined>();
+  for (const path of runtimePlaces().keys()) {
+    const manifest = join(folder, path, "package.json");
+    found.set(path, existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")).version as string) : undefined);
+  }
+  return found;
+}
+
+serial(`a second npm install keeps the package and its dependencies${suffix}`, async (t) => {
+  t.timeout(300_000);
+  const before = installedVersions(app);
+  t.deepEqual(before, runtimePlaces(), "npm ci installed every package where the lockfile puts it");
+  // Another package for the app, as a user adds TypeScript after workpool: one the test packs, so that the install
+  // needs nothing from the registry.
+  const tiny = join(work, "tiny");
+  mkdirSync(tiny);
+  writeFileSync(join(tiny, "package.json"), JSON.stringify({ name: "tiny", version: "1.0.0", type: "module" }));
+  writeFileSync(join(tiny, "index.js"), "export const tiny = 1;\n");
+  const packed = await exec("npm", ["pack", "--pack-destination", work], tiny);
+  t.is(packed.code, 0, show(packed));
+  const args = ["install", "-D", "--offline", "--no-audit", "--no-fund", "../tiny-1.0.0.tgz"];
+  const installed = await exec("npm", args, app);
+  t.is(installed.code, 0, show(installed));
+  const manifest = JSON.parse(readFileSync(join(app, "package.json"), "utf8")) as {
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  };
+  t.is(manifest.dependencies.workpool, `file:../${basename(tarball ?? "")}`);
+  t.is(manifest.devDependencies.tiny, "file:../tiny-1.0.0.tgz");
+  t.false(lstatSync(join(app, "node_modules", "workpool")).isSymbolicLink(), "workpool is still a copy");
+  t.deepEqual(installedVersions(app), before, "the run-time packages stay as they were");
+  const ran = await exec("npx", ["--offline", "workpool", "launch", "-n", "2", "--no-prefix", "app.ts"], app);
+  t.is(ran.code, 0, show(ran));
+  t.is(linesOf(ran.stdout).filter((l) => l === LOOPS).length, 2, show(ran));
+});
+
+/** The files and lines named by the frames of `stack` that are in `folder`. */
+function framesIn(stack: string, folder: string): { file: string; line: number }[] {
+  const frames: { file: string; line: number }[] = [];
+  for (const [, place, line] of stack.matchAll(/^\s+at (?:.* \()?(.+?):(\d+):\d+\)?(?: \{)?$/gm)) {
+    const file = place?.startsWith("file:") ? fileURLToPath(place) : (place ?? "");
+    if (file.startsWith(folder)) frames.push({ file, line: Number(line) });
+  }
+  return frames;
+}
+
+serial(`a library error's stack names files the package ships${suffix}`, async (t) => {
+  cpSync(fixture(join("consumer", "bad-option.ts")), join(app, "bad-option.ts"));
+  const installed = join(app, "node_modules", "workpool");
+  // Through the launcher and under tsx alone: tsx turns on Node's source maps, which the package's maps pointed at
+  // lib/*.ts.
+  for (const command of [
+    ["workpool", "launch", "-n", "2", "--no-prefix", "bad-option.ts"],
+    ["tsx", "bad-option.ts"],
+  ]) {
+    const ran = await exec("npx", ["--offline", ...command], app);
+    t.is(ran.code, 1, show(ran));
+    t.true(ran.stderr.includes("ConfigError: pool option `partner` applies to distributed pools only"), show(ran));
+    const frames = framesIn(ran.stderr, installed);
+    t.true(frames.length > 0, `no frame in the package:\n${show(ran)}`);
+    for (const { file, line } of frames) {
+      t.true(existsSync(file), `${file} is not in the package:\n${show(ran)}`);
+      if (existsSync(file)) t.true(linesOf(readFileSync(file, "utf8")).length >= line, `${file}:${line}`);
+    }
+  }
 });
 
 serial(`a folder install (a link) runs npx workpool${suffix}`, async (t) => {
