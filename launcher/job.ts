@@ -392,9 +392,34 @@ function how(code: number | null, signal: NodeJS.Signals | null): string {
   return signal !== null ? `killed by ${signal}` : `exit code ${code}`;
 }
 
-/** What a rank said last: its uncaught error, else its last stderr line; cut to one line. */
-function lastWords(r: Rank): string | undefined {
-  const full = r.lastError ?? r.lastStderr;
+/**
+ * Signals a process raises on itself when it crashes (an abort, a bad memory access): what it wrote last on
+ * stderr may say why (V8's `FATAL ERROR: ... JavaScript heap out of memory`). Any other signal came from
+ * outside (SIGKILL from a user or the kernel's OOM killer, our SIGTERM), and what the rank was printing then is
+ * not why it died.
+ */
+const CRASH_SIGNALS: ReadonlySet<string> = new Set([
+  "SIGABRT",
+  "SIGSEGV",
+  "SIGBUS",
+  "SIGILL",
+  "SIGFPE",
+  "SIGTRAP",
+  "SIGSYS",
+]);
+
+/**
+ * What a failed rank said that may explain its failure, cut to one line: its uncaught error; else its last
+ * stderr line, when it ended by a status of its own (the app's verdict, which the line before it most likely
+ * gives) or crashed. Never an ordinary line a rank was printing when it was killed from outside.
+ */
+function lastWords(r: Rank, how: Failure): string | undefined {
+  const stderr = how.signal === null || CRASH_SIGNALS.has(how.signal) ? r.lastStderr : undefined;
+  return oneLine(r.lastError ?? stderr);
+}
+
+/** A message's first non-blank line, marked `(...)` when it had more. */
+function oneLine(full: string | undefined): string | undefined {
   const first = full?.split("\n").find((l) => l.trim() !== "");
   // (ssh ends its lines with \r\n: compare trimmed, or a one-line message would look cut.)
   return first !== undefined && first.trim() !== full?.trim() ? `${first.trim()} (...)` : first?.trim();
@@ -402,9 +427,11 @@ function lastWords(r: Rank): string | undefined {
 
 /**
  * The one-line summary of a failed job: the first rank that failed, how, and why. When that rank left no
- * message but another said why (ranks often fail together on the same input, and the one that printed may
- * have been stopped by our SIGTERM a moment later), that rank's words are added; never those of a rank whose
- * death the job survived (they explain that death, which has its own line).
+ * message but another said why (ranks often fail together on the same input, and the first to exit may be
+ * one that printed nothing), that rank's words are added: an uncaught error of any rank, or the last stderr
+ * line of a rank that failed on its own (a status of its own, not our SIGTERM); never a line of a rank that
+ * ended well or was stopped (what it printed is its ordinary output, such as a result it verified), nor the
+ * words of a rank whose death the job survived (they explain that death, which has its own line).
  */
 function summarize(
   failure: Failure,
@@ -414,11 +441,15 @@ function summarize(
   survived: (rank: number) => boolean,
 ): string {
   const head = `workpool: ${where(failure.rank)} failed (${how(failure.code, failure.signal)})`;
-  const own = lastWords(ranks[failure.rank] as Rank);
+  const own = lastWords(ranks[failure.rank] as Rank, failure);
   if (own) return `${head}: ${own}`;
-  const order = [...ownFailures.map((f) => f.rank), ...ranks.map((r) => r.rank)].filter((rank) => !survived(rank));
-  const explainer =
-    order.find((rank) => (ranks[rank] as Rank).lastError !== undefined) ??
-    order.find((rank) => lastWords(ranks[rank] as Rank) !== undefined);
-  return explainer === undefined ? head : `${head}; ${where(explainer)} said: ${lastWords(ranks[explainer] as Rank)}`;
+  const others = ownFailures.filter((f) => f.rank !== failure.rank && !survived(f.rank));
+  const order = [...others.map((f) => f.rank), ...ranks.map((r) => r.rank)].filter((rank) => !survived(rank));
+  const thrower = order.find((rank) => (ranks[rank] as Rank).lastError !== undefined);
+  if (thrower !== undefined) return `${head}; ${where(thrower)} said: ${oneLine((ranks[thrower] as Rank).lastError)}`;
+  for (const f of others) {
+    const said = lastWords(ranks[f.rank] as Rank, f);
+    if (said !== undefined) return `${head}; ${where(f.rank)} said: ${said}`;
+  }
+  return head;
 }
