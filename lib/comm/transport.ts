@@ -14,13 +14,21 @@ import { ownSocket } from "./zmq-activity.ts";
  * costs one ZeroMQ send per batch. Frames are cut from slabs of SLAB_BYTES, so coalescing allocates one
  * buffer per slab, not one per message, and a backlog is a few large buffers rather than many small ones.
  *
- * A ZeroMQ message of one part is a frame (codec.ts `decodeFrame`). A message of SOLO_BYTES or more goes as two
- * parts, its header and its body (codec.ts `decodeSplit`): the receiver then gets the body as a buffer of its
- * own from ZeroMQ and can hand it to the app without copying it.
+ * A ZeroMQ message of one part is a frame (codec.ts `decodeFrame`). A message of SOLO_BYTES or more goes as
+ * several parts, its header and then its body (codec.ts `decodeSplit`): the receiver then gets the body as a
+ * buffer of its own and can hand it to the app without copying it. Under CURVE a body larger than PART_BYTES
+ * travels in parts of that size, views of the encoded message (no copy here): CURVE encrypts each part of a
+ * message on its own, with copies of that part, so the sender's memory grows by a part's copies, not by the
+ * whole message's (a 1 GiB send peaked at 4 GiB: the data, its encoded copy, and CURVE's plaintext and
+ * ciphertext of the whole; now 2 GiB). The receiver then joins the parts, which it holds all at once, into one
+ * buffer: its peak grows from 1 to 2 times the message. Without CURVE (`--insecure`) nothing copies a part, and
+ * a body goes whole, as the receiver takes it best.
  */
 
 /** Messages at least this large go out on their own, split in header and body, and are never copied here. */
 const SOLO_BYTES = 16 * 1024;
+/** A body larger than this goes as parts of this size (ZeroMQ delivers a message's parts together). */
+const PART_BYTES = 1024 * 1024;
 /** A coalesced frame stops growing at this size. */
 const FRAME_BYTES = 256 * 1024;
 /** Coalesced frames are cut from buffers of this size (a frame never spans two). */
@@ -32,8 +40,8 @@ const YIELD_BYTES = 256 * 1024;
 /** How long `close` keeps trying to deliver what is still queued (a peer that died must not hang us). */
 const LINGER_MS = 30_000;
 
-/** What one ZeroMQ send carries: a frame, or a large message split in header and body. */
-type Outgoing = Buffer | [header: Buffer, body: Buffer];
+/** What one ZeroMQ send carries: a frame, or a large message split in its header and its body's parts. */
+type Outgoing = Buffer | [header: Buffer, ...body: Buffer[]];
 
 interface Outbox {
   readonly socket: zmq.Push;
@@ -58,6 +66,8 @@ export class Transport {
   private readonly inbox: zmq.Pull;
   /** Socket options of this rank's connections to others: CURVE clients of the job's key, if it has one. */
   private readonly clientOptions: ReturnType<typeof clientOptions>;
+  /** The largest part of a large message's body: PART_BYTES under CURVE, else the body whole. */
+  private readonly partBytes: number;
   private readonly outboxes = new Map<number, Outbox>();
   /** Peers that died (see `drop`). */
   private readonly dropped = new Set<number>();
@@ -69,6 +79,7 @@ export class Transport {
     this.inbox = inbox;
     this.endpoint = endpoint;
     this.clientOptions = clientOptions(key);
+    this.partBytes = key ? PART_BYTES : Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -102,8 +113,11 @@ export class Transport {
       let sinceYield = 0;
       for (;;) {
         const parts = await this.inbox.receive();
-        const [first, body] = parts as [Buffer, Buffer?];
-        if (parts.length > 2) throw new Error(`received a message of ${parts.length} parts`);
+        const first = parts[0] as Buffer;
+        // A body in parts is joined once (Buffer.concat makes a buffer of its own at this size); each part can
+        // then be freed.
+        const body = parts.length > 2 ? Buffer.concat(parts.slice(1)) : parts[1];
+        parts.length = 0;
         onFrame(first, body);
         sinceYield += first.length + (body?.length ?? 0);
         // ZeroMQ hands over frames without a turn of the event loop while it has them, so a fast sender could
@@ -166,11 +180,11 @@ export class Transport {
     box.bytes += message.length;
     if (!box.sending) {
       // Nothing in flight, so nothing queued either: the message leaves now, on its own.
-      box.frames.push(message.length >= SOLO_BYTES ? split(message) : message);
+      box.frames.push(message.length >= SOLO_BYTES ? split(message, this.partBytes) : message);
       void this.pump(box);
     } else if (message.length >= SOLO_BYTES) {
       seal(box);
-      box.frames.push(split(message));
+      box.frames.push(split(message, this.partBytes));
     } else {
       append(box, message);
     }
@@ -201,7 +215,7 @@ export class Transport {
         }
         await box.socket.send(frame);
         if (box.dropped) return;
-        box.bytes -= Array.isArray(frame) ? frame[0].length + frame[1].length : frame.length;
+        box.bytes -= Array.isArray(frame) ? frame.reduce((sum, part) => sum + part.length, 0) : frame.length;
         if (box.drained.length > 0 && box.bytes <= OUTBOX_HIGH_BYTES / 2) {
           for (const resolve of box.drained.splice(0)) resolve();
         }
@@ -260,8 +274,13 @@ export class Transport {
   }
 }
 
-function split(message: Buffer): Outgoing {
-  return [message.subarray(0, HEADER_BYTES), message.subarray(HEADER_BYTES)];
+/** A large message's ZeroMQ parts: its header, then its body in views of at most `partBytes`. */
+function split(message: Buffer, partBytes: number): Outgoing {
+  const parts: [Buffer, ...Buffer[]] = [message.subarray(0, HEADER_BYTES)];
+  for (let at = HEADER_BYTES; at < message.length; at += partBytes) {
+    parts.push(message.subarray(at, Math.min(at + partBytes, message.length)));
+  }
+  return parts;
 }
 
 function pending(box: Outbox): boolean {
