@@ -7,6 +7,12 @@ import { UsageError } from "./usage-error.ts";
 /** The longest delay a Node timer takes. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * The shortest duration a seconds option takes unless it says otherwise: less than node needs to start a rank,
+ * so a job could not even begin (`--timeout 0.0001` ended every job before its first line).
+ */
+export const MIN_SECONDS = 0.1;
+
 export class OptionReader {
   private i = -1;
   private inline: string | undefined;
@@ -50,17 +56,17 @@ export class OptionReader {
   }
 
   /**
-   * A duration in seconds: positive, and short enough for a Node timer (2^31 - 1 ms, about 24.8 days; a
+   * A duration in seconds: at least `min`, and short enough for a Node timer (2^31 - 1 ms, about 24.8 days; a
    * longer one would fire at once, with only a warning).
    */
-  seconds(flag: string): number {
-    return secondsOf(flag, this.value(flag));
+  seconds(flag: string, min = MIN_SECONDS): number {
+    return secondsOf(flag, this.value(flag), min, "");
   }
 
-  /** A duration as `seconds`, or 0 for none. */
-  secondsOrNone(flag: string): number {
+  /** A duration as `seconds`, or 0 for none (`what` names what 0 turns off, for the message). */
+  secondsOrNone(flag: string, what: string, min = MIN_SECONDS): number {
     const raw = this.value(flag);
-    return raw.trim() === "0" ? 0 : secondsOf(flag, raw);
+    return raw.trim() === "0" ? 0 : secondsOf(flag, raw, min, `0 (${what}) or `);
   }
 
   /** The app argument (required) and everything after it, unchanged. */
@@ -84,11 +90,13 @@ function positiveOf(flag: string, raw: string): number {
   return n;
 }
 
-function secondsOf(flag: string, raw: string): number {
-  const n = positiveOf(flag, raw);
-  if (n * 1000 > MAX_TIMER_MS) {
+/** A number of seconds from `min` to a Node timer's longest; `zero` says what else is taken, for the message. */
+function secondsOf(flag: string, raw: string, min: number, zero: string): number {
+  const n = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(n) || n < min || n * 1000 > MAX_TIMER_MS) {
+    const max = Math.floor(MAX_TIMER_MS / 1000);
     throw new UsageError(
-      `option ${flag} must be at most ${Math.floor(MAX_TIMER_MS / 1000)} seconds (about 24.8 days); got ${n}`,
+      `option ${flag} must be ${zero}a number of seconds from ${min} to ${max} (about 24.8 days); got ${JSON.stringify(raw)}`,
     );
   }
   return n;

@@ -14,7 +14,7 @@ import {
 } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
-import { OptionReader } from "./argv.ts";
+import { MIN_SECONDS, OptionReader } from "./argv.ts";
 import { HostsLauncher, DEFAULT_AGENT } from "./backends/hosts.ts";
 import {
   forwardVariable,
@@ -26,6 +26,7 @@ import {
   splitCommand,
   totalSlots,
 } from "./hosts.ts";
+import { DEFAULT_HEARTBEAT_SECONDS, MIN_HEARTBEAT_SECONDS } from "./heartbeat.ts";
 import { type JobOptions, runJob } from "./job.ts";
 import { checkOutputFile } from "./output-path.ts";
 import { UsageError } from "./usage-error.ts";
@@ -78,10 +79,11 @@ Options:
   -n, --np N            number of ranks, 1..${MAX_RANKS} (default 1)
       --pool SPEC       default pool of every rank (default distributed: every rank works and steals),
                         e.g. centralized or distributed,initiation=sender,partner=ring,termination=tree
-      --timeout SECONDS end the job, with a non-zero status, after this long
+      --timeout SECONDS end the job, with a non-zero status, after this long (at least ${MIN_SECONDS})
       --force           start the ranks even if they seem not to fit in this machine's memory
       --heartbeat SECONDS  end the job, naming the rank, when a rank sends no heartbeat for this long
-                        (stopped, or blocked in one synchronous stretch); 0: none (default 30);
+                        (stopped, or blocked in one synchronous stretch), at least ${MIN_HEARTBEAT_SECONDS};
+                        0: none (default ${DEFAULT_HEARTBEAT_SECONDS});
                         a worker of a pool with retries is killed instead, and the job goes on
       --transport KIND  ipc (default, one machine) or tcp (always tcp across hosts)
       --hostfile FILE   run on the hosts of FILE: lines "HOST slots=N", # comments (as OpenMPI);
@@ -241,7 +243,7 @@ async function launch(argv: string[]): Promise<number> {
         force = true;
         break;
       case "--heartbeat":
-        heartbeatSeconds = opts.secondsOrNone(flag);
+        heartbeatSeconds = opts.secondsOrNone(flag, "no heartbeats", MIN_HEARTBEAT_SECONDS);
         break;
       case "--pool":
         pool = opts.value(flag);

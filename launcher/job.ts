@@ -11,6 +11,7 @@ import { rankNodeOptions } from "./loader.ts";
 import { pipeLines } from "./lines.ts";
 import { ProgressLine } from "./progress.ts";
 import { type StatsRecord, formatStats } from "./stats-table.ts";
+import { BEATS_PER_TIMEOUT, DEFAULT_HEARTBEAT_SECONDS, firstRecordDueMs, startAllowanceMs } from "./heartbeat.ts";
 import { Survival } from "./survival.ts";
 import { mergeTrace } from "./trace-merge.ts";
 
@@ -55,18 +56,6 @@ export interface JobOptions {
 /** Ranks are child processes of the launcher, on this host. */
 export const DEFAULT_BACKEND: RankLauncherFactory = (jobDir) => new LocalLauncher(jobDir);
 
-/** How long a rank may go without a heartbeat before the job is brought down (`--heartbeat`). */
-export const DEFAULT_HEARTBEAT_SECONDS = 30;
-/**
- * Before its first report, a rank started through an agent gets at least this long: an agent that hangs (a host
- * that does not answer ssh without a connect timeout) would otherwise hold the job for ever. A local rank gets no
- * start deadline: it reports from its preload, before the app is imported, so until then it is node starting,
- * which on a crowded machine can take longer than any fixed allowance, and its exit is seen if it dies.
- */
-const HEARTBEAT_START_MS = 30_000;
-/** Heartbeats per heartbeat timeout: a rank beats this many times as often as it must. */
-const BEATS_PER_TIMEOUT = 6;
-
 /** ssh's status when the connection to the host was lost (or never made). */
 const SSH_LOST = 255;
 
@@ -89,7 +78,7 @@ interface Rank {
   readonly earlyStderr: string[];
   /** When the launcher last heard from the rank over its control channel (or started it), epoch ms. */
   lastHeard: number;
-  /** Whether it has heard from the rank at all: until then, a remote rank's start-up gets HEARTBEAT_START_MS. */
+  /** Whether it has heard from the rank at all: until then, its start gets firstRecordDueMs (heartbeat.ts). */
   heard: boolean;
   /** Whether it was started through an agent on another host. */
   readonly remote: boolean;
@@ -252,6 +241,11 @@ export async function runJob(opts: JobOptions): Promise<number> {
   if (opts.pool !== undefined) jobEnv[ENV.pool] = opts.pool;
   if (traceDir) jobEnv[ENV.reportTrace] = "1";
   const heartbeatMs = (opts.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000;
+  // What node gets to start a rank on this machine before its first record is overdue: it grows with the ranks
+  // started here and the machine's load, both known now.
+  let localRanks = 0;
+  for (let i = 0; i < opts.np; i++) if (backend.hostOf?.(i) === undefined) localRanks++;
+  const startMs = startAllowanceMs(localRanks);
   const beatMs = Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT));
   if (heartbeatMs > 0) jobEnv[ENV.heartbeatMs] = String(beatMs);
   const argv = [...(opts.nodeArgs ?? []), ...rankNodeOptions(opts.app), opts.app, ...opts.args];
@@ -279,8 +273,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
     }, opts.timeoutSeconds * 1000);
   }
 
-  // A rank is heard from by its reports and heartbeats; one silent for heartbeatMs is stopped or hung. One the job
-  // survives is killed, so that it can never come back with late messages, and counted dead at once.
+  // A rank is heard from by its reports and heartbeats, the first sent by its preload before the app runs; one
+  // silent for heartbeatMs is stopped or hung, and so is one never heard from once its start is overdue (its
+  // process stopped or hung while node started it, or a remote one's agent that hangs). One the job survives is
+  // killed, so that it can never come back with late messages, and counted dead at once.
   /** Ranks found silent by the heartbeat. */
   const cutOff = new Set<number>();
   const heartbeat =
@@ -289,32 +285,36 @@ export async function runJob(opts: JobOptions): Promise<number> {
           if (stopReason !== undefined || failure) return;
           const now = Date.now();
           const s = heartbeatMs / 1000;
-          const startMs = Math.max(heartbeatMs, HEARTBEAT_START_MS);
+          const dueMs = (r: Rank) => firstRecordDueMs(heartbeatMs, r.remote, startMs);
           const isSilent = (r: Rank) =>
-            !r.exited &&
-            !survival.isDead(r.rank) &&
-            (r.heard ? now - r.lastHeard > heartbeatMs : r.remote && now - r.lastHeard > startMs);
+            !r.exited && !survival.isDead(r.rank) && now - r.lastHeard > (r.heard ? heartbeatMs : dueMs(r));
           let silent = ranks.find(isSilent);
           while (silent && survival.survives(silent.rank)) {
             silent.process.signal("SIGKILL");
             survival.died(
               silent.rank,
-              silent.heard ? `sent no heartbeat for ${s} s` : `did not start within ${startMs / 1000} s`,
+              silent.heard ? `sent no heartbeat for ${s} s` : `did not start within ${seconds(dueMs(silent))} s`,
             );
             silent = ranks.find(isSilent);
           }
           if (!silent) return;
           cutOff.add(silent.rank);
           const stopping = `stopping ${opts.np} rank${opts.np === 1 ? "" : "s"}`;
-          // Never heard from at all: the rank did not start (a host that does not answer an agent without a
-          // connect timeout, a hung agent), which is not the same as a rank that stopped answering.
+          // Never heard from at all: the rank did not start, which is not the same as a rank that stopped
+          // answering. A remote one's host or agent is the likely cause; a local one's process was stopped, or
+          // node hung while starting it, before the preload could say a word.
+          const notStarted = silent.remote
+            ? `never connected to the launcher: is its host reachable, and does the agent give up on one that is ` +
+              `not, as ssh -o ConnectTimeout=8 does?`
+            : `sent nothing to the launcher since its process started: stopped, or hung while node started it; ` +
+              `--heartbeat SECONDS to change, 0 for none`;
           stopReason = silent.heard
             ? `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
               `stretch that long; --heartbeat SECONDS to change, 0 for none); ${stopping}`
-            : `workpool: ${where(silent.rank)} did not start within ${startMs / 1000} s ` +
-              `(never connected to the launcher: is its host reachable, and does the agent give up on one that is ` +
-              `not, as ssh -o ConnectTimeout=8 does?); ${stopping}`;
+            : `workpool: ${where(silent.rank)} did not start within ${seconds(dueMs(silent))} s (${notStarted}); ${stopping}`;
           exitStatus = 1;
+          // A stopped rank acts on no SIGTERM: it would hold the job for the grace, to go only by SIGKILL.
+          silent.process.signal("SIGKILL");
           stopAll();
         }, beatMs)
       : undefined;
@@ -437,6 +437,11 @@ export async function runJob(opts: JobOptions): Promise<number> {
   return 0;
 }
 
+/** A duration in ms as whole seconds, rounded up, for messages. */
+function seconds(ms: number): number {
+  return Math.ceil(ms / 1000);
+}
+
 /** How a rank ended, for messages: `killed by SIGKILL`, `exit code 3`. */
 function how(code: number | null, signal: NodeJS.Signals | null): string {
   return signal !== null ? `killed by ${signal}` : `exit code ${code}`;
@@ -459,9 +464,34 @@ function refusedNodeArg(r: Rank, code: number | null, nodeArgs: readonly string[
   return undefined;
 }
 
-/** What a rank said last: its uncaught error, else its last stderr line; cut to one line. */
-function lastWords(r: Rank): string | undefined {
-  const full = r.lastError ?? r.lastStderr;
+/**
+ * Signals a process raises on itself when it crashes (an abort, a bad memory access): what it wrote last on
+ * stderr may say why (V8's `FATAL ERROR: ... JavaScript heap out of memory`). Any other signal came from
+ * outside (SIGKILL from a user or the kernel's OOM killer, our SIGTERM), and what the rank was printing then is
+ * not why it died.
+ */
+const CRASH_SIGNALS: ReadonlySet<string> = new Set([
+  "SIGABRT",
+  "SIGSEGV",
+  "SIGBUS",
+  "SIGILL",
+  "SIGFPE",
+  "SIGTRAP",
+  "SIGSYS",
+]);
+
+/**
+ * What a failed rank said that may explain its failure, cut to one line: its uncaught error; else its last
+ * stderr line, when it ended by a status of its own (the app's verdict, which the line before it most likely
+ * gives) or crashed. Never an ordinary line a rank was printing when it was killed from outside.
+ */
+function lastWords(r: Rank, how: Failure): string | undefined {
+  const stderr = how.signal === null || CRASH_SIGNALS.has(how.signal) ? r.lastStderr : undefined;
+  return oneLine(r.lastError ?? stderr);
+}
+
+/** A message's first non-blank line, marked `(...)` when it had more. */
+function oneLine(full: string | undefined): string | undefined {
   const first = full?.split("\n").find((l) => l.trim() !== "");
   // (ssh ends its lines with \r\n: compare trimmed, or a one-line message would look cut.)
   return first !== undefined && first.trim() !== full?.trim() ? `${first.trim()} (...)` : first?.trim();
@@ -469,9 +499,11 @@ function lastWords(r: Rank): string | undefined {
 
 /**
  * The one-line summary of a failed job: the first rank that failed, how, and why. When that rank left no
- * message but another said why (ranks often fail together on the same input, and the one that printed may
- * have been stopped by our SIGTERM a moment later), that rank's words are added; never those of a rank whose
- * death the job survived (they explain that death, which has its own line).
+ * message but another said why (ranks often fail together on the same input, and the first to exit may be
+ * one that printed nothing), that rank's words are added: an uncaught error of any rank, or the last stderr
+ * line of a rank that failed on its own (a status of its own, not our SIGTERM); never a line of a rank that
+ * ended well or was stopped (what it printed is its ordinary output, such as a result it verified), nor the
+ * words of a rank whose death the job survived (they explain that death, which has its own line).
  */
 function summarize(
   failure: Failure,
@@ -484,11 +516,15 @@ function summarize(
   const head = `workpool: ${where(failure.rank)} failed (${how(failure.code, failure.signal)})`;
   const refused = refusedNodeArg(ranks[failure.rank] as Rank, failure.code, nodeArgs);
   if (refused) return `${head}: ${refused}`;
-  const own = lastWords(ranks[failure.rank] as Rank);
+  const own = lastWords(ranks[failure.rank] as Rank, failure);
   if (own) return `${head}: ${own}`;
-  const order = [...ownFailures.map((f) => f.rank), ...ranks.map((r) => r.rank)].filter((rank) => !survived(rank));
-  const explainer =
-    order.find((rank) => (ranks[rank] as Rank).lastError !== undefined) ??
-    order.find((rank) => lastWords(ranks[rank] as Rank) !== undefined);
-  return explainer === undefined ? head : `${head}; ${where(explainer)} said: ${lastWords(ranks[explainer] as Rank)}`;
+  const others = ownFailures.filter((f) => f.rank !== failure.rank && !survived(f.rank));
+  const order = [...others.map((f) => f.rank), ...ranks.map((r) => r.rank)].filter((rank) => !survived(rank));
+  const thrower = order.find((rank) => (ranks[rank] as Rank).lastError !== undefined);
+  if (thrower !== undefined) return `${head}; ${where(thrower)} said: ${oneLine((ranks[thrower] as Rank).lastError)}`;
+  for (const f of others) {
+    const said = lastWords(ranks[f.rank] as Rank, f);
+    if (said !== undefined) return `${head}; ${where(f.rank)} said: ${said}`;
+  }
+  return head;
 }

@@ -13,12 +13,13 @@
  * --shift, --granularity). A task is one node. `--sequential`: a plain explicit-stack loop on rank 0 instead,
  * the benchmark's reference. `--verify`: the counts must equal the named tree's, else a sequential search's;
  * a mismatch exits 1. `--speedup`: after the pool runs, rank 0 times the sequential loop on the same tree (as
- * many runs, the fastest kept) and prints both times, the speedup and the efficiency. `--repeat K`: K runs in the same processes, the fastest reported. Rank 0 prints
+ * many runs, the fastest kept) and prints both times, the speedup and the efficiency. `--repeat K`: K runs in the same processes, the fastest reported. Rank 0 (the lowest rank alive, after a death the job survived) prints
  * `uts T1: 4130071 nodes, 3305118 leaves, depth 10 (distributed, 2 ranks, 8.123 s)`, or JSON with `--json`.
  */
 import { connect } from "workpool";
 import { agreeOnInput } from "../common/agree.ts";
 import { answerHelp, runApp } from "../common/args.ts";
+import { onLowestSurvivor } from "../common/survivor.ts";
 import { type Counts, countsMismatch, formatCounts } from "./counts.ts";
 import { expectedCounts, parseOptions, sampleTable, type UtsOptions } from "./options.ts";
 import { formatParams } from "./params.ts";
@@ -84,7 +85,9 @@ await runApp(
       }
     }
 
-    if (world.rank === 0 && first) {
+    // The lowest rank alive reports: a job that survived rank 0's death (its pool's coordinator elsewhere) still
+    // prints its counts, and verifies them.
+    const report = (first: Counts) => {
       const seconds = Math.min(...runs);
       const timed = options.speedup ? sequentialBaseline(tree, options.repeat, first) : undefined;
       const baseline = timed?.seconds;
@@ -119,7 +122,10 @@ await runApp(
         }
       }
       if (options.verify) verify(options, first, tree, timed);
-    }
+    };
+    const counts = first;
+    if (counts && options.sequential) report(counts);
+    else if (counts) await onLowestSurvivor(world, () => report(counts));
     await world.close();
   },
 );

@@ -2,7 +2,9 @@
  * UTS on a workpool: a task is one node; its handler computes the node's children, puts each one, and returns
  * what the node adds to the counts. `run` combines those values on every rank (one node, a leaf or not, at
  * its depth), so the search needs no reduction of its own, and a count travels with the completion of the
- * task that made it. Rank 0 puts the root.
+ * task that made it. The coordinator's rank (rank 0 in a distributed pool) puts the root: a centralized pool with
+ * `retries` survives the death of any other rank, and a root put on a worker's rank would die with it before it
+ * reached the coordinator.
  */
 import type { Pool, World } from "workpool";
 import type { Counts } from "./counts.ts";
@@ -29,7 +31,8 @@ function tally(d: number, isLeaf: boolean): Tally {
 
 /** Searches the whole tree on every rank of `pool`; a collective. Resolves on every rank to the tree's counts. */
 export async function searchPool(world: World, pool: Pool<UtsNode>, tree: Tree): Promise<Counts> {
-  if (world.rank === 0) pool.put(tree.root());
+  const first = pool.config.mode === "centralized" ? pool.config.coordinator : 0;
+  if (world.rank === first) pool.put(tree.root());
   const { result } = await pool.run<Tally>(
     (node, ctx) => {
       const { s, d } = node;

@@ -13,7 +13,8 @@ import { findUnsendable, type Step, where } from "./unsendable.ts";
  *                      Uint8Array, its bytes as they are)
  *
  * A frame is one or more messages back to back (how the transport coalesces small ones); a large message may
- * instead travel split, its header and its body as two parts of one ZeroMQ message (see `decodeSplit`).
+ * instead travel split, its header and its body as two parts of one ZeroMQ message (see `decodeSplit`); under
+ * CURVE a body over 1 MiB comes in pieces that the transport puts back together first (transport.ts).
  *
  * The header is written and read with plain byte arithmetic, so routing a message costs no msgpack work, and
  * a Uint8Array payload (the common case for bulk data) never goes through msgpackr at all. Every other value

@@ -17,10 +17,24 @@ import { ownSocket } from "./zmq-activity.ts";
  * A ZeroMQ message of one part is a frame (codec.ts `decodeFrame`). A message of SOLO_BYTES or more goes as two
  * parts, its header and its body (codec.ts `decodeSplit`): the receiver then gets the body as a buffer of its
  * own from ZeroMQ and can hand it to the app without copying it.
+ *
+ * Under CURVE a body larger than PIECE_BYTES travels in pieces of that size, views of the encoded message (no
+ * copy here): the first ZeroMQ message is the header and the first piece, each next one the sender's rank (4
+ * bytes, u32 LE) and the next piece. CURVE encrypts each ZeroMQ message on its own, with copies of it, so the
+ * sender's memory grows by a piece's copies, not by the whole message's (a 1 GiB send peaked at 4 GiB: the
+ * data, its encoded copy, and CURVE's plaintext and ciphertext of the whole; now 2 GiB). The receiver copies
+ * each piece into one buffer of the body's length as it arrives, and drops it. One PUSH to one PULL keeps a
+ * sender's messages in order, and its outbox queues a message's pieces one after the other, so the pieces of a
+ * message from one rank arrive in order with nothing of that rank's between them (other ranks' messages may be).
+ * Without CURVE (`--insecure`) nothing copies a body, and it goes whole.
  */
 
 /** Messages at least this large go out on their own, split in header and body, and are never copied here. */
 const SOLO_BYTES = 16 * 1024;
+/** Under CURVE, a body larger than this goes in pieces of this size, each a ZeroMQ message of its own. */
+const PIECE_BYTES = 1024 * 1024;
+/** The first part of a ZeroMQ message that carries a next piece: the sender's rank. */
+const SOURCE_BYTES = 4;
 /** A coalesced frame stops growing at this size. */
 const FRAME_BYTES = 256 * 1024;
 /** Coalesced frames are cut from buffers of this size (a frame never spans two). */
@@ -32,8 +46,18 @@ const YIELD_BYTES = 256 * 1024;
 /** How long `close` keeps trying to deliver what is still queued (a peer that died must not hang us). */
 const LINGER_MS = 30_000;
 
-/** What one ZeroMQ send carries: a frame, or a large message split in header and body. */
+/**
+ * What one ZeroMQ send carries: a frame, a large message split in header and body, or a piece of a large body
+ * (its header and first piece, or the sender's rank and a next piece).
+ */
 type Outgoing = Buffer | [header: Buffer, body: Buffer];
+
+/** A large message whose body is arriving in pieces: its header, and its body as far as it came. */
+interface Arriving {
+  readonly header: Buffer;
+  readonly body: Buffer;
+  filled: number;
+}
 
 interface Outbox {
   readonly socket: zmq.Push;
@@ -58,6 +82,10 @@ export class Transport {
   private readonly inbox: zmq.Pull;
   /** Socket options of this rank's connections to others: CURVE clients of the job's key, if it has one. */
   private readonly clientOptions: ReturnType<typeof clientOptions>;
+  /** The largest piece of a large message's body: PIECE_BYTES under CURVE, else the body whole. */
+  private readonly pieceBytes: number;
+  /** Large messages arriving in pieces, by sender. */
+  private readonly arriving = new Map<number, Arriving>();
   private readonly outboxes = new Map<number, Outbox>();
   /** Peers that died (see `drop`). */
   private readonly dropped = new Set<number>();
@@ -69,6 +97,7 @@ export class Transport {
     this.inbox = inbox;
     this.endpoint = endpoint;
     this.clientOptions = clientOptions(key);
+    this.pieceBytes = key ? PIECE_BYTES : Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -102,10 +131,12 @@ export class Transport {
       let sinceYield = 0;
       for (;;) {
         const parts = await this.inbox.receive();
-        const [first, body] = parts as [Buffer, Buffer?];
         if (parts.length > 2) throw new Error(`received a message of ${parts.length} parts`);
-        onFrame(first, body);
-        sinceYield += first.length + (body?.length ?? 0);
+        const [first, piece] = parts as [Buffer, Buffer?];
+        sinceYield += first.length + (piece?.length ?? 0);
+        const whole = piece === undefined ? undefined : this.assemble(first, piece);
+        if (whole) onFrame(whole.header, whole.body);
+        else if (piece === undefined) onFrame(first);
         // ZeroMQ hands over frames without a turn of the event loop while it has them, so a fast sender could
         // grow the queue of unreceived messages without bound. Yielding now and then lets the app take what
         // arrived first; a backlog then waits in ZeroMQ's buffers, not as JS objects that outlive young GC.
@@ -121,6 +152,35 @@ export class Transport {
     } catch (e) {
       if (!this.closed) onError(e as Error);
     }
+  }
+
+  /**
+   * Takes a message of two parts: a large message's header and body, whole (returned as they are), or one of
+   * its pieces (see the file comment): the message once its last piece is in, else undefined.
+   */
+  private assemble(first: Buffer, piece: Buffer): { header: Buffer; body: Buffer } | undefined {
+    let arriving: Arriving | undefined;
+    if (first.length === SOURCE_BYTES) {
+      const source = first.readUInt32LE(0);
+      // What a peer that died had begun to send is dropped with it (the router drops its whole messages too).
+      if (this.dropped.has(source)) return undefined;
+      arriving = this.arriving.get(source);
+      if (!arriving || arriving.filled + piece.length > arriving.body.length) {
+        throw new Error(`corrupt message: a piece of ${piece.length} bytes from rank ${source} fits no message begun`);
+      }
+    } else {
+      const length = first.length === HEADER_BYTES ? first.readUInt32LE(0) : piece.length;
+      if (length <= piece.length) return { header: first, body: piece };
+      if (this.dropped.has(first.readUInt32LE(4))) return undefined;
+      // The first piece: the body's buffer is made once, its own (decodeSplit then hands it on without a copy).
+      arriving = { header: first, body: Buffer.allocUnsafeSlow(length), filled: 0 };
+      this.arriving.set(first.readUInt32LE(4), arriving);
+    }
+    arriving.body.set(piece, arriving.filled);
+    arriving.filled += piece.length;
+    if (arriving.filled < arriving.body.length) return undefined;
+    this.arriving.delete(arriving.header.readUInt32LE(4));
+    return arriving;
   }
 
   private outbox(dest: number): Outbox {
@@ -163,17 +223,19 @@ export class Transport {
     if (this.sendError) throw this.sendError;
     if (this.dropped.has(dest)) return undefined;
     const box = this.outbox(dest);
-    box.bytes += message.length;
-    if (!box.sending) {
+    if (message.length < SOLO_BYTES) {
+      box.bytes += message.length;
       // Nothing in flight, so nothing queued either: the message leaves now, on its own.
-      box.frames.push(message.length >= SOLO_BYTES ? split(message) : message);
-      void this.pump(box);
-    } else if (message.length >= SOLO_BYTES) {
-      seal(box);
-      box.frames.push(split(message));
+      if (!box.sending) box.frames.push(message);
+      else append(box, message);
     } else {
-      append(box, message);
+      seal(box);
+      for (const piece of split(message, this.pieceBytes)) {
+        box.bytes += piece[0].length + piece[1].length;
+        box.frames.push(piece);
+      }
     }
+    if (!box.sending) void this.pump(box);
     if (box.bytes > OUTBOX_HIGH_BYTES) return new Promise((resolve) => box.drained.push(resolve));
     return undefined;
   }
@@ -233,6 +295,7 @@ export class Transport {
   drop(rank: number): void {
     if (this.dropped.has(rank)) return;
     this.dropped.add(rank);
+    this.arriving.delete(rank);
     const box = this.outboxes.get(rank);
     if (!box) return;
     this.outboxes.delete(rank);
@@ -260,8 +323,18 @@ export class Transport {
   }
 }
 
-function split(message: Buffer): Outgoing {
-  return [message.subarray(0, HEADER_BYTES), message.subarray(HEADER_BYTES)];
+/**
+ * A large message's ZeroMQ messages: its header and its body, or, when the body is larger than `pieceBytes`,
+ * its header and the body's first piece, then the sender's rank and each next piece (views, no copies).
+ */
+function split(message: Buffer, pieceBytes: number): [Buffer, Buffer][] {
+  const header = message.subarray(0, HEADER_BYTES);
+  const source = message.subarray(4, 4 + SOURCE_BYTES);
+  const out: [Buffer, Buffer][] = [];
+  for (let at = HEADER_BYTES; at < message.length; at += pieceBytes) {
+    out.push([at === HEADER_BYTES ? header : source, message.subarray(at, Math.min(at + pieceBytes, message.length))]);
+  }
+  return out;
 }
 
 function pending(box: Outbox): boolean {

@@ -295,7 +295,14 @@ export class World implements AsyncDisposable {
     });
   }
 
-  /** @internal The ranks of this communicator known dead (its ranks), in the order this process learnt it. */
+  /**
+   * The ranks of this communicator (its ranks) that this process knows died, in the order it learnt it: empty
+   * unless the job survives deaths (a pool with `retries`; docs/survival.md). Every rank learns the deaths in the
+   * same order, but not at the same moment. A rank listed is gone for good (the launcher announces a death once
+   * the process has exited or been sent SIGKILL); one not listed may have died since. So a task for one live
+   * rank, such as printing the result, goes to the lowest rank not listed, and the others wait for a message
+   * from it, which rejects with RankFailedError if it dies first: then they look again.
+   */
   get deadRanks(): readonly number[] {
     return this.router.deadRanks.map((r) => this.rankOf(r)).filter((r) => r >= 0);
   }

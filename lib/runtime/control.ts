@@ -7,8 +7,9 @@
  * Rank to launcher: first `{"t":"hello","rank":R,"token":T}` with T from WORKPOOL_TOKEN (the launcher drops a
  * connection whose token is not the job's, so another process cannot speak for a rank), then reports:
  * `{"t":"error","message"}` (an uncaught error, the rank's last words), `{"t":"stats",...}`, `{"t":"progress",...}`,
- * and `{"t":"beat"}` every WORKPOOL_HEARTBEAT_MS ms (from an unref'd timer on the rank's main thread: a rank
- * that is stopped, or blocked in one synchronous stretch, misses its beats, and the launcher names it).
+ * and `{"t":"beat"}` right after the hello (before the app is evaluated: sent from the preload) and then every
+ * WORKPOOL_HEARTBEAT_MS ms (from an unref'd timer on the rank's main thread: a rank that is stopped, or blocked in
+ * one synchronous stretch, misses its beats, and the launcher names it).
  * A pool that survives the death of its workers adds `{"t":"tolerate","essential":[R,...]}` (from then on the
  * launcher survives the death of any rank no such record names) and `{"t":"redealt","pool","rank","tasks"}` (its
  * coordinator re-dealt the tasks a dead rank held; the launcher says so).
@@ -88,8 +89,14 @@ export class ControlChannel {
     heartbeatMs = 0,
   ) {
     const target = parseControlAddress(address);
-    this.pending = [line({ t: "hello", rank, token })];
+    // The first beat goes with the hello: the launcher's clock for this rank's heartbeats starts before the app
+    // is evaluated, so an app that blocks at once (a busy loop right after connect()) is found silent and named.
+    this.pending = [line({ t: "hello", rank, token }), ...(heartbeatMs > 0 ? [line({ t: "beat" })] : [])];
     this.socket = "path" in target ? connect(target.path) : connect(target.port, target.host);
+    // A Unix socket is connected in the kernel once connect() returns: the hello (and first beat) are written
+    // now, synchronously, not on the connect event, which an app that blocks before its first await never lets
+    // fire. Over TCP they go once connected (the preload waits for that before the app starts).
+    if ("path" in target) this.flushSync();
     this.ready = "path" in target ? Promise.resolve() : new Promise((resolve) => this.socket.once("connect", resolve));
     const timer = setTimeout(
       () => this.fail(`no connection within ${CONTROL_CONNECT_TIMEOUT_MS / 1000} s`),

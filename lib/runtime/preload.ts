@@ -2,7 +2,9 @@
  * Loaded into every rank before the app (`node --import`). It opens the rank's control channel to the launcher
  * (control.ts: a connection to the address in WORKPOOL_CONTROL, made in the background, authenticated by the
  * job's WORKPOOL_TOKEN, so a rank on another host can make it too; the app starts at once over a local Unix
- * socket, after one round trip over TCP). Three duties:
+ * socket, after one round trip over TCP). Four duties:
+ * - the first heartbeat: it goes with the hello, before the app is evaluated (synchronously over a Unix socket),
+ *   so the launcher's clock for this rank runs before the app can block it, and later beats follow on a timer;
  * - the lifeline: once the connection is up, its end (the launcher exited or was killed, even by SIGKILL)
  *   makes this rank exit at once, with status 129;
  * - the last word: an uncaught error is written to the channel synchronously before the process dies, so the

@@ -4,6 +4,7 @@
  * 1-4 ranks, sequentially, with --verify, and with bad input. The trees are small (thousands of nodes).
  */
 import { createHash } from "node:crypto";
+import { pathToFileURL } from "node:url";
 import test from "ava";
 import { InputError } from "../../apps/common/errors.ts";
 import { countsMismatch } from "../../apps/uts/counts.ts";
@@ -12,7 +13,7 @@ import { DEFAULT_PARAMS, formatParams, parseUtsArgs } from "../../apps/uts/param
 import { DEFAULT_TREE, SAMPLE_TREES, sampleTree, sampleWithParams } from "../../apps/uts/samples.ts";
 import { searchSequential } from "../../apps/uts/sequential.ts";
 import { Tree } from "../../apps/uts/tree.ts";
-import { jsonLine, limitedLauncher, ok, rank0 } from "../helpers/run.ts";
+import { fixture, jsonLine, launch as start, limitedLauncher, linesOf, ok, rank0 } from "../helpers/run.ts";
 
 const UTS = "apps/uts";
 
@@ -226,3 +227,40 @@ for (const [args, line] of [
     t.regex(lines[0] ?? "", line);
   });
 }
+
+// Issue 30: with coordinator=2 and rank 0 killed, the job ended 0 with no result line though --verify was asked:
+// the app printed on rank 0 only (and rank 0 put the root, which a worker's death could lose).
+test("app: rank 0 killed mid-run, the coordinator on rank 2: the lowest rank alive prints and verifies the counts", async (t) => {
+  const hook = `--import=${pathToFileURL(fixture("working-rank.mjs")).href}`;
+  const pool = "centralized,retries=2,coordinator=2";
+  const args = [
+    "-n",
+    "4",
+    "--pool",
+    pool,
+    "--node-arg",
+    hook,
+    "-x",
+    "WORKING_RANK=0",
+    UTS,
+    "--tree",
+    "T1XS",
+    "--verify",
+  ];
+  const job = start(args);
+  const [working] = await job.lines(/^\[0\] working 0 \d+$/, 1);
+  process.kill(Number(working?.split(" ").at(-1)), "SIGKILL");
+  const r = await job.result;
+  ok(t, r);
+  const results = linesOf(r.stdout).filter((l) => /^\[\d\] uts /.test(l));
+  t.is(results.length, 1, r.stdout);
+  t.regex(results[0] as string, /^\[1\] uts T1XS: 1031269 nodes, 825408 leaves, depth 9 \(centralized, 4 ranks, /);
+  t.true(
+    linesOf(r.stderr).some((l) => /^\[1\] uts: verified: 1031269 nodes/.test(l)),
+    r.stderr,
+  );
+  t.true(
+    linesOf(r.stderr).some((l) => l.startsWith("workpool: rank 0 died (killed by SIGKILL); the job go")),
+    r.stderr,
+  );
+});

@@ -42,13 +42,28 @@ const bad: [string, string[], string[]][] = [
   [
     "--timeout beyond a Node timer",
     ["launch", "--timeout", "2500000", HELLO],
-    ["--timeout", "at most 2147483 seconds", "2500000"],
+    ["--timeout", "from 0.1 to 2147483 (about 24.8 days)", '"2500000"'],
   ],
   [
     "compare --timeout beyond a Node timer",
     ["compare", "--timeout", "2500000", HELLO],
-    ["--timeout", "at most 2147483 seconds"],
+    ["--timeout", "from 0.1 to 2147483"],
   ],
+  // Issue 30: `--heartbeat 0.0001` was taken, and killed every job at once.
+  [
+    "--heartbeat too short to mean anything",
+    ["launch", "--heartbeat", "0.0001", HELLO],
+    ["--heartbeat must be 0 (no heartbeats) or a number of seconds from 1 to 2147483", '"0.0001"'],
+  ],
+  ["--heartbeat 0.5", ["launch", "--heartbeat=0.5", HELLO], ["--heartbeat", "from 1 to", '"0.5"']],
+  ["--heartbeat -2", ["launch", "--heartbeat", "-2", HELLO], ["--heartbeat", '"-2"']],
+  ["--heartbeat beyond a Node timer", ["launch", "--heartbeat", "3e6", HELLO], ["--heartbeat", '"3e6"']],
+  [
+    "--timeout too short to start a rank",
+    ["launch", "--timeout", "0.0001", HELLO],
+    ["--timeout", "from 0.1", '"0.0001"'],
+  ],
+  ["compare --timeout too short", ["compare", "--timeout", "0.01", HELLO], ["--timeout", "from 0.1", '"0.01"']],
   ["--transport udp", ["launch", "--transport", "udp", HELLO], ["--transport", '"udp"']],
   ["--node-arg that is no option", ["launch", "--node-arg", "oops", HELLO], ["--node-arg", '"oops"']],
   ["--node-arg without a value", ["launch", "--node-arg"], ["--node-arg", "needs a value"]],

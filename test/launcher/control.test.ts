@@ -140,6 +140,32 @@ for (const kind of ["ipc", "tcp"] as const) {
     });
   }
 }
+test("the first heartbeat goes with the hello, before the app runs: an app that blocks at once is still heard", async (t) => {
+  const { address, cleanup } = ipcAddress();
+  const records: [number, ControlRecord][] = [];
+  let heard: () => void = () => {};
+  const first = new Promise<void>((resolve) => (heard = resolve));
+  const control = await ControlServer.listen({
+    address,
+    size: 4,
+    token: "tok",
+    onRecord: (r, m) => {
+      records.push([r, m]);
+      heard();
+    },
+  });
+  // The next beat is a minute away, and the app never lets a timer fire anyway.
+  const rank = startNode(
+    ["--import", "tsx/esm", "--conditions=workpool-source", "--import", PRELOAD, "-e", "for (;;);"],
+    { [ENV.control]: address, [ENV.token]: "tok", [ENV.rank]: "2", [ENV.heartbeatMs]: "60000" },
+  );
+  await first;
+  rank.child.kill("SIGKILL");
+  await rank.result;
+  await control.close();
+  cleanup();
+  t.deepEqual(records, [[2, { t: "beat" }]]);
+});
 
 test("a wrong token is refused: the rank exits 1 naming the address, and nothing it sends is taken", async (t) => {
   const { address, cleanup } = ipcAddress();

@@ -40,6 +40,25 @@ test("a rank killed by a signal fails the job with status 128+signal", async (t)
   t.deepEqual(alive(ready.map((r) => r.pid)), []);
 });
 
+// Issue 30: after a worker was killed once rank 0 had verified, the summary read `rank 1 failed (killed by
+// SIGKILL); rank 0 said: uts: verified: ...`, quoting a success line as the cause.
+test("the summary never quotes another rank's ordinary stderr line as the cause of a death", async (t) => {
+  const job = launch(["-n", "3", fixture("said.ts"), "ordinary"]);
+  const ready = parseReady(await job.lines(READY, 3));
+  process.kill(ready[1]?.pid as number, "SIGKILL");
+  const result = await job.result;
+  t.is(result.code, 137);
+  t.true(linesOf(result.stderr).includes("[0] app: verified: 42 nodes"), result.stderr);
+  t.is(linesOf(result.stderr).at(-1), "workpool: rank 1 failed (killed by SIGKILL)");
+  t.deepEqual(alive(ready.map((r) => r.pid)), []);
+});
+
+test("a rank that failed without a word: the summary quotes the stderr line of another that failed on its own", async (t) => {
+  const result = await run(["-n", "3", fixture("said.ts"), "explains"]);
+  t.is(result.code, 1, result.stderr);
+  t.is(linesOf(result.stderr).at(-1), "workpool: rank 1 failed (exit code 1); rank 0 said: Error: bad input on rank 0");
+});
+
 test("close() is collective: a rank that exits with status 0 without it fails the job, with a message", async (t) => {
   const r = await run(["-n", "3", "--timeout", "60", "test/fixtures/close.ts", "skip"]);
   t.is(r.code, 1, r.stderr);

@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import test from "ava";
 import { alive, childrenOf, parseReady, READY, waitUntilGone, waitUntilRemoved } from "../helpers/pids.ts";
 import { fixture, launch, linesOf, run } from "../helpers/run.ts";
@@ -78,6 +79,74 @@ test("a stopped (hung) rank misses its heartbeats: the job ends naming it, and n
   );
   t.true(Date.now() - t0 < 20_000, `${Date.now() - t0} ms`);
   t.deepEqual(await waitUntilGone(ready.map((r) => r.pid)), [], "the stopped rank too is gone (SIGKILL)");
+});
+
+// test/fixtures/silent-start.ts: every rank prints `start <rank> <pid>` before connect(), `ready ...` after it.
+const SILENT_START = fixture("silent-start.ts");
+const START = /^\[\d+\] start \d+ \d+$/;
+
+/** The pids of the ranks that printed their start line. */
+function startedPids(stdout: string): number[] {
+  return linesOf(stdout)
+    .map((l) => /^\[\d+\] start \d+ (\d+)$/.exec(l)?.[1])
+    .filter((pid) => pid !== undefined)
+    .map(Number);
+}
+
+// Issue 30: the launcher heard a rank only after its first beat, heartbeat/6 after the preload; a rank that
+// blocked or was stopped before then hung the job until --timeout. The preload now beats before the app runs.
+test("a rank that busy-loops right after connect() is named as silent within heartbeat + 5 s; no rank is left", async (t) => {
+  const job = launch(["-n", "3", "--heartbeat", "2", SILENT_START, "busy", "1"]);
+  const ready = parseReady(await job.lines(READY, 3));
+  const t0 = Date.now();
+  const result = await job.result;
+  const ms = Date.now() - t0;
+  t.is(result.code, 1, result.stderr);
+  t.is(
+    linesOf(result.stderr).at(-1),
+    "workpool: rank 1 sent no heartbeat for 2 s (stopped, or blocked in one synchronous stretch that long; " +
+      "--heartbeat SECONDS to change, 0 for none); stopping 3 ranks",
+  );
+  t.true(ms < 2000 + 5000, `the job ended ${ms} ms after rank 1 began its loop`);
+  t.log(`ended ${ms} ms after the loop began`);
+  t.deepEqual(await waitUntilGone(ready.map((r) => r.pid)), []);
+});
+
+test("a rank SIGSTOPped in its first second, before connect(), is named within heartbeat + 5 s; no rank is left", async (t) => {
+  const job = launch(["-n", "3", "--heartbeat", "2", SILENT_START]);
+  const [line] = await job.lines(/^\[1\] start 1 \d+$/, 1);
+  process.kill(Number(line?.split(" ").at(-1)), "SIGSTOP");
+  const t0 = Date.now();
+  const result = await job.result;
+  const ms = Date.now() - t0;
+  t.is(result.code, 1, result.stderr);
+  t.is(
+    linesOf(result.stderr).at(-1),
+    "workpool: rank 1 sent no heartbeat for 2 s (stopped, or blocked in one synchronous stretch that long; " +
+      "--heartbeat SECONDS to change, 0 for none); stopping 3 ranks",
+  );
+  t.true(ms < 2000 + 5000, `the job ended ${ms} ms after rank 1 was stopped`);
+  t.log(`ended ${ms} ms after the stop`);
+  t.deepEqual(await waitUntilGone(startedPids(result.stdout)), []);
+  t.is(linesOf(result.stdout).filter((l) => START.test(l)).length, 3, result.stdout);
+});
+
+test("a rank stopped while node starts it, before its preload, is named when its start is overdue; no rank is left", async (t) => {
+  const stopAtStart = `--import=${pathToFileURL(fixture("stop-at-start.mjs")).href}`;
+  const job = launch(["-n", "3", "--heartbeat", "2", "--node-arg", stopAtStart, "-x", "STOP_AT_START=1", SILENT_START]);
+  await job.lines(START, 2);
+  // Every rank's process, and the reaper: the launcher's children once the others have started.
+  const pids = childrenOf(job.pid);
+  const result = await job.result;
+  t.is(result.code, 1, result.stderr);
+  t.regex(
+    linesOf(result.stderr).at(-1) as string,
+    new RegExp(
+      "^workpool: rank 1 did not start within \\d+ s \\(sent nothing to the launcher since its process started: " +
+        "stopped, or hung while node started it; --heartbeat SECONDS to change, 0 for none\\); stopping 3 ranks$",
+    ),
+  );
+  t.deepEqual(await waitUntilGone(pids), []);
 });
 
 test("--heartbeat 0: no heartbeats, a job runs as before", async (t) => {

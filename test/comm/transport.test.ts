@@ -1,0 +1,127 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import test from "ava";
+import * as zmq from "zeromq";
+import { decodeFrame, decodeSplit, encodeMessage } from "../../lib/comm/codec.ts";
+import { makeJobKey } from "../../lib/comm/keys.ts";
+import { Transport } from "../../lib/comm/transport.ts";
+
+// Under CURVE a body larger than 1 MiB travels in pieces, one ZeroMQ message each (lib/comm/transport.ts), so that
+// CURVE's copies are a piece's, not the whole message's; the receiver puts them back together.
+
+interface Got {
+  readonly source: number;
+  readonly tag: number;
+  readonly data: unknown;
+}
+
+/**
+ * A transport bound in `dir` as rank `rank`, collecting what it receives; `until(n)` waits for n messages, `failed`
+ * for its receive loop's error.
+ */
+async function endpoint(dir: string, rank: number, key: ReturnType<typeof makeJobKey> | undefined) {
+  const got: Got[] = [];
+  const errors: Error[] = [];
+  let fail: (e: Error) => void = () => {};
+  const failed = new Promise<Error>((resolve) => (fail = resolve));
+  let waiting: { n: number; resolve: () => void } | undefined;
+  const take = (source: number, _context: number, tag: number, data: unknown) => {
+    got.push({ source, tag, data });
+    if (waiting && got.length >= waiting.n) waiting.resolve();
+  };
+  const transport = await Transport.bind(
+    `ipc://${dir}/r${rank}`,
+    key,
+    (frame, body) => (body ? decodeSplit(frame, body, take) : decodeFrame(frame, take)),
+    (e) => {
+      errors.push(e);
+      fail(e);
+    },
+  );
+  const until = (n: number) =>
+    got.length >= n ? Promise.resolve() : new Promise<void>((resolve) => (waiting = { n, resolve }));
+  return { transport, got, errors, until, failed };
+}
+
+function folder(): string {
+  return mkdtempSync(join(tmpdir(), "wp-transport-"));
+}
+
+test("large bodies in pieces, from two senders at once, arrive whole and in each sender's order", async (t) => {
+  const dir = folder();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const key = makeJobKey();
+  const receiver = await endpoint(dir, 1, key);
+  const senders = await Promise.all([0, 2].map((r) => endpoint(dir, r, key)));
+  const peers = [0, 1, 2].map((r) => `ipc://${dir}/r${r}`);
+  for (const s of senders) s.transport.setPeers(peers);
+  // 5.5 MiB (six pieces, the last short), 3 MiB (three, exactly), a small message before, between and after.
+  const big = (rank: number, mib: number) => new Uint8Array(mib * 2 ** 20).map((_, i) => (i * 7 + rank) & 255);
+  const plan: [number, number, unknown][] = [];
+  for (const [i, rank] of [0, 2].entries()) {
+    plan.push([rank, 1, `before ${rank}`], [rank, 2, big(rank, i === 0 ? 5.5 : 3)], [rank, 3, { between: rank }]);
+    plan.push([rank, 4, new Float64Array(2 ** 18).fill(rank)], [rank, 5, `after ${rank}`]);
+  }
+  for (const [rank, tag, data] of plan) {
+    void senders[rank === 0 ? 0 : 1]?.transport.enqueue(1, encodeMessage(rank, 0, tag, data, "send"));
+  }
+  await receiver.until(plan.length);
+  for (const rank of [0, 2]) {
+    const mine = receiver.got.filter((g) => g.source === rank);
+    t.deepEqual(
+      mine.map((g) => g.tag),
+      [1, 2, 3, 4, 5],
+    );
+    const sent = plan.filter(([r]) => r === rank).map(([, , data]) => data);
+    // Byte arrays compared as bytes: ava's deepEqual takes minutes over megabytes.
+    const bytes = (d: unknown) => (ArrayBuffer.isView(d) ? Buffer.from(d.buffer, d.byteOffset, d.byteLength) : d);
+    mine.forEach((g, i) => {
+      const [a, b] = [bytes(g.data), bytes(sent[i])];
+      if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) t.true(a.equals(b), `rank ${rank}'s message ${i + 1}`);
+      else t.deepEqual(a, b);
+    });
+    t.is((mine[3]?.data as Float64Array).constructor, Float64Array);
+  }
+  t.deepEqual(receiver.errors, []);
+  await Promise.all([receiver, ...senders].map((e) => e.transport.close()));
+});
+
+test("a piece from a peer that died is dropped with it, not taken for a corrupt message", async (t) => {
+  const dir = folder();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const receiver = await endpoint(dir, 1, undefined);
+  const push = new zmq.Push({ linger: 0 });
+  push.connect(`ipc://${dir}/r1`);
+  t.teardown(() => push.close());
+  // Rank 0 begins a 3 MiB message (its header and first piece) and dies before its next pieces are taken.
+  const message = encodeMessage(0, 0, 9, new Uint8Array(3 * 2 ** 20), "send");
+  await push.send([message.subarray(0, 17), message.subarray(17, 17 + 2 ** 20)]);
+  const source = message.subarray(4, 8);
+  const small = encodeMessage(0, 0, 1, "small", "send");
+  // The receiver has taken the first piece once it has the small message behind it.
+  await push.send(small);
+  await receiver.until(1);
+  receiver.transport.drop(0);
+  await push.send([source, message.subarray(17 + 2 ** 20, 17 + 2 * 2 ** 20)]);
+  await push.send(small);
+  await receiver.until(2);
+  t.deepEqual(receiver.errors, []);
+  t.deepEqual(
+    receiver.got.map((g) => g.data),
+    ["small", "small"],
+  );
+  await receiver.transport.close();
+});
+
+test("a piece that belongs to no message begun fails the receive loop, saying so", async (t) => {
+  const dir = folder();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const receiver = await endpoint(dir, 1, undefined);
+  const push = new zmq.Push({ linger: 0 });
+  push.connect(`ipc://${dir}/r1`);
+  t.teardown(() => push.close());
+  await push.send([Buffer.from([3, 0, 0, 0]), Buffer.alloc(100)]);
+  t.is((await receiver.failed).message, "corrupt message: a piece of 100 bytes from rank 3 fits no message begun");
+  await receiver.transport.close();
+});
