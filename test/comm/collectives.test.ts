@@ -4,7 +4,7 @@
  * and delivered in a seeded random order that keeps only what the transport promises (messages between one
  * pair of ranks arrive in the order sent). Results are checked against a plain fold, with a non-commutative op
  * (string concatenation) so any step that combines out of rank order shows; afterwards no message may be
- * left unreceived. The real multi-process runs are in collectives-ranks.test.ts and split.test.ts.
+ * left unreceived. The real multi-process runs are in collectives-ranks.slow.test.ts and split.test.ts.
  */
 import test from "ava";
 import { decodeFrame, encodeMessage } from "../../lib/comm/codec.ts";
