@@ -120,7 +120,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
   // Once every rank has its table, nobody has anything to say to the rendezvous: stop listening, so that its
   // port is open to strangers only while the job starts.
   rendezvous.complete.then(
-    () => rendezvous.close(),
+    () => rendezvous.close(true),
     () => {},
   );
   const where = (rank: number) => {

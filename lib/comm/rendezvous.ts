@@ -64,7 +64,12 @@ export interface RendezvousService {
   readonly complete: Promise<RankInfo[]>;
   /** Called for each hello as it arrives (the launcher records pids). */
   onHello?: (info: RankInfo) => void;
-  close(): void;
+  /**
+   * Stops serving. With `deliver`, the answers already sent (the endpoint tables) still go out for up to 2 s
+   * (ZeroMQ's linger); without, whatever is queued is dropped at once: the job is over, and a process exiting
+   * with a socket that lingers waits for it.
+   */
+  close(deliver?: boolean): void;
 }
 
 /** Serves the rendezvous of a job of `size` ranks at `bindAddress`, to ranks that hold the job's `key`. */
@@ -88,9 +93,10 @@ export async function serveRendezvous(
   const service: RendezvousService = {
     endpoint,
     complete,
-    close() {
+    close(deliver = false) {
       if (closed) return;
       closed = true;
+      if (!deliver) router.linger = 0;
       router.close();
     },
   };
