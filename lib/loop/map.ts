@@ -17,7 +17,8 @@
  */
 import { World } from "../comm/world.ts";
 import { deferred } from "../deferred.ts";
-import { describe, InvalidArgumentError, TaskError } from "../errors.ts";
+import { arrivesAsItIs, findUnsendable, where } from "../comm/unsendable.ts";
+import { describe, EncodeError, InvalidArgumentError, TaskError } from "../errors.ts";
 import type { PoolConfig } from "../pool/options.ts";
 import { forEach, loopPoolOf } from "./doall.ts";
 import type { LoopContext } from "./options.ts";
@@ -57,6 +58,10 @@ export interface MapOptions {
 const FLUSH_ITEMS = 4096;
 /** A result of at least this many bytes (a typed array, a Buffer) is sent at once, alone or with those before it. */
 const LARGE_BYTES = 64 * 1024;
+
+/** Results each rank checks in full in each map (as `put` checks tasks), before it checks one in SAMPLED. */
+const FULLY_CHECKED = 1024;
+const SAMPLED = 16;
 
 /** What a map needs of its pool (pool.ts imports this file, so it names no Pool). */
 interface MapPool {
@@ -204,10 +209,28 @@ export async function mapOn<I, R>(
   const flush = () => {
     if (held.length === 0) return;
     if (collecting) place(lo, held);
-    else pool.postMap(root, { m: seq, lo, v: held } satisfies Batch);
+    else {
+      try {
+        pool.postMap(root, { m: seq, lo, v: held } satisfies Batch);
+      } catch (e) {
+        // One the sampled check let through: name its item.
+        const k = held.findIndex((v) => !arrivesAsItIs(v));
+        if (k >= 0) throw untravelled(lo + k, held[k]);
+        throw e;
+      }
+    }
     held = [];
   };
+  // A result that would not arrive as it is (a function, a class instance) fails its item on any rank, the root
+  // included, where it would not travel: an app that works on one rank does not fail on sixteen.
+  let checked = 0;
+  const untravelled = (i: number, v: unknown): ItemFailure => {
+    const found = findUnsendable(v, true);
+    const what = found ? `${where("result", found.path)} ${found.what}` : "result cannot be encoded";
+    return new ItemFailure(i, new EncodeError(`${what}; a result travels to the root, so return plain data`));
+  };
   const keep = (i: number, v: unknown) => {
+    if ((checked++ < FULLY_CHECKED || checked % SAMPLED === 0) && !arrivesAsItIs(v)) throw untravelled(i, v);
     if (held.length === 0) lo = i;
     else if (i !== lo + held.length) {
       flush();

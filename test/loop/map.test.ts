@@ -43,6 +43,12 @@ function checkMaps(t: ExecutionContext, stdout: string, size: number): void {
     t.like(e, { name: "TaskError", task: 77, cause: "Error: async boom" });
   }
   t.like(at("after-fail"), { ...WHOLE, length: 5000 }, stdout);
+  const unsendable = labelled(stdout, "unsendable");
+  t.is(unsendable.size, size, stdout);
+  for (const e of unsendable.values()) {
+    t.like(e, { name: "TaskError", task: 33 });
+    t.regex(e.cause as string, /^EncodeError: result\.f is a function; a result travels to the root/);
+  }
   t.like(at("settled"), { ...WHOLE, length: 5000 }, stdout);
   const misuse: Record<string, RegExp> = {
     "not-array": /^map: `items` must be an array, the same on every rank; got undefined$/,
