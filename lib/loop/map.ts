@@ -111,6 +111,7 @@ class ItemFailure extends Error {
     if (e?.stack) this.stack = e.stack;
   }
 }
+const SAME_ITEMS = "every rank must give the same items";
 const ITEM = /^item (\d+): ([\s\S]*)$/;
 
 /** The TaskError a map rejects with for a handler's throw, naming the item's index as its `task`. */
@@ -243,7 +244,7 @@ export async function mapOn<I, R>(
   const body = (i: number, c: LoopContext): Promise<void> | undefined => {
     if (i >= n) {
       throw new InvalidArgumentError(
-        `${call}: rank ${world.rank} was given ${n} items and asked to run item ${i}: every rank must give the same items`,
+        `${call}: rank ${world.rank} was given ${n} items and asked to run item ${i}: ${SAME_ITEMS}`,
       );
     }
     let v: unknown;
@@ -268,10 +269,15 @@ export async function mapOn<I, R>(
     await forEach(pool, world, 0, n, body, loopOptions, call, flush);
   } catch (e) {
     state.collect = undefined;
+    const cause = e instanceof TaskError ? (e.cause as Error | undefined) : undefined;
+    if (cause?.name === "InvalidArgumentError" && cause.message.includes(SAME_ITEMS)) {
+      // A rank given fewer items was dealt an index beyond them.
+      throw new InvalidArgumentError(`${call}: ${SAME_ITEMS}; this rank gave ${n} (${cause.message})`);
+    }
     if (e instanceof TaskError) throw itemError(e);
     if (e instanceof InvalidArgumentError && e.message.startsWith(`${call}: the ranks ran `)) {
       throw new InvalidArgumentError(
-        `${call}: every rank must give the same items; this rank gave ${n} (${e.message.slice(call.length + 2)})`,
+        `${call}: ${SAME_ITEMS}; this rank gave ${n} (${e.message.slice(call.length + 2)})`,
       );
     }
     throw e;

@@ -50,6 +50,13 @@ function checkMaps(t: ExecutionContext, stdout: string, size: number): void {
     t.regex(e.cause as string, /^EncodeError: result\.f is a function; a result travels to the root/);
   }
   t.like(at("settled"), { ...WHOLE, length: 5000 }, stdout);
+  const aborted = labelled(stdout, "aborted");
+  t.is(aborted.size, size, stdout);
+  t.like(aborted.get(0), { name: "AbortError" });
+  for (let r = 1; r < size; r++) t.like(aborted.get(r), { name: "PeerAbortedError" }, `rank ${r}`);
+  t.like(at("after-abort"), { ...WHOLE, length: 5000 }, stdout);
+  t.like(at("split-0"), { ...WHOLE, length: 1000 }, stdout);
+  if (size > 1) t.like(at("split-1", 1), { ...WHOLE, length: 1000 }, stdout);
   const misuse: Record<string, RegExp> = {
     "not-array": /^map: `items` must be an array, the same on every rank; got undefined$/,
     root: new RegExp(`^map: option \`root\` must be a rank in 0\\.\\.${size - 1}; got ${size}$`),
