@@ -5,7 +5,8 @@
  * 1 MiB collected on rank 0 of 3, by `world.map` and by hand-written send/recv of the same bytes (each rank makes
  * its share and sends it to rank 0), one job each, interleaved, RUNS of each; targets: map's rate at least 0.8x
  * the hand-written one's (the best run of each), and rank 0's peak RSS above its RSS before the map at most 1.5x
- * the results' bytes (map's worst run).
+ * the results' bytes (map's worst run). Then, with no target, 300 items whose handler waits 5 ms, with
+ * `concurrency` 1 and 16.
  */
 import { fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
@@ -17,6 +18,7 @@ const BIG = 64;
 const RUNS = 3;
 const RATE_TARGET = 0.8;
 const MEMORY_TARGET = 1.5;
+const WAIT_ITEMS = 300;
 
 async function job(args: readonly string[]): Promise<Record<string, unknown>> {
   const launch = ["launch", "-n", "3", "--no-prefix", "--quiet", "--timeout", "120"];
@@ -85,6 +87,24 @@ export const suite: Suite = {
       `<= ${MEMORY_TARGET}x`,
       score.verdict(grew("map") <= MEMORY_TARGET),
     ]);
+    // Handlers that wait: no target, the effect of `concurrency` (one job each, interleaved, best of RUNS).
+    const waits: Record<number, number[]> = { 1: [], 16: [] };
+    for (let i = 0; i < RUNS; i++) {
+      for (const c of [1, 16])
+        waits[c]?.push(((await job(["wait", String(WAIT_ITEMS), String(c)])) as { ms: number }).ms);
+    }
+    rows.push(["", "", "", "", ""]);
+    rows.push([`${WAIT_ITEMS} items whose handler waits 5 ms`, `ms (${RUNS} runs)`, "items/s (best)", "", ""]);
+    for (const c of [1, 16]) {
+      const ms = waits[c] ?? [];
+      rows.push([
+        `world.map, concurrency ${c}`,
+        ms.map(fmt).join(" "),
+        fmt(WAIT_ITEMS / (Math.min(...ms) / 1000)),
+        "",
+        "",
+      ]);
+    }
     process.stdout.write(`\n${formatTable(rows)}\n\n`);
     return score.report();
   },

@@ -5,6 +5,8 @@
 //                    by world.map (MODE map) or by hand-written send/recv (MODE hand: rank r makes items r, r+size,
 //                    ... and sends each to rank 0, which places it by a tag of its index); ms from a barrier to
 //                    rank 0 holding all, and rank 0's peak RSS above its RSS before, in bytes
+//   wait N CONC      world.map over N items whose handler waits 5 ms (a timer, as for a request), with
+//                    concurrency CONC: ms from a barrier to rank 0 holding all
 import { connect } from "workpool";
 
 const world = await connect();
@@ -30,6 +32,20 @@ if (what === "small") {
     ms.push(performance.now() - t0);
   }
   if (world.rank === 0) console.log(JSON.stringify({ ms }));
+} else if (what === "wait") {
+  const n = Number(a);
+  await world.barrier();
+  const t0 = performance.now();
+  const r = await world.map(
+    Array.from({ length: n }, (_, i) => i),
+    async (i) => {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      return i;
+    },
+    { concurrency: Number(b) },
+  );
+  if (world.rank === 0 && r?.[n - 1] !== n - 1) throw new Error("wait: wrong results");
+  if (world.rank === 0) console.log(JSON.stringify({ ms: performance.now() - t0 }));
 } else {
   const k = Number(a);
   const mode = b;

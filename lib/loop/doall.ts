@@ -137,7 +137,7 @@ function isPromise(v: unknown): v is Promise<unknown> {
 }
 
 /** The ranks that run a pool's tasks: all, but a centralized pool's coordinator unless it works (or is alone). */
-function workingRanks(pool: LoopPool, size: number, dead: readonly number[]): number[] {
+export function workingRanks(pool: { readonly config: PoolConfig }, size: number, dead: readonly number[]): number[] {
   const c = pool.config;
   // A rank known dead (a pool with `retries` survived it) gets no block: its iterations would never run.
   const all = Array.from({ length: size }, (_, r) => r).filter((r) => !dead.includes(r));
@@ -146,7 +146,7 @@ function workingRanks(pool: LoopPool, size: number, dead: readonly number[]): nu
 }
 
 /** The `w`-th of `parts` contiguous blocks of [start, end), sizes differing by at most one. */
-function blockOf(start: number, end: number, w: number, parts: number): [number, number] {
+export function blockOf(start: number, end: number, w: number, parts: number): [number, number] {
   const n = end - start;
   const base = Math.floor(n / parts);
   const extra = n % parts;

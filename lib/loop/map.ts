@@ -20,7 +20,8 @@ import { deferred } from "../deferred.ts";
 import { arrivesAsItIs, findUnsendable, where } from "../comm/unsendable.ts";
 import { describe, EncodeError, InvalidArgumentError, TaskError } from "../errors.ts";
 import type { PoolConfig } from "../pool/options.ts";
-import { forEach, loopPoolOf } from "./doall.ts";
+import type { PutOptions, RunOptions, RunResult, TaskContext } from "../pool/types.ts";
+import { blockOf, forEach, loopPoolOf, workingRanks } from "./doall.ts";
 import type { LoopContext } from "./options.ts";
 
 /** What a map handler gets besides its item and index. */
@@ -52,6 +53,13 @@ export interface MapOptions {
   readonly grain?: number;
   /** Aborting makes the map reject with AbortError here and PeerAbortedError on the other ranks. */
   readonly signal?: AbortSignal;
+  /**
+   * Async handlers in flight per rank. 1: a rank's items run one after another, in tasks of a grain chosen from
+   * their measured time (a loop's). Above 1: each task holds `grain` items (default 1), run one after another,
+   * and a rank keeps up to this many tasks in flight (the pool's `concurrency`), for handlers that wait (a file,
+   * a request). Must be 1 in a pool with `retries`. A positive integer. @default 1
+   */
+  readonly concurrency?: number;
 }
 
 /** A rank sends the results it holds once it holds this many. */
@@ -67,6 +75,13 @@ const SAMPLED = 16;
 interface MapPool {
   readonly config: PoolConfig;
   readonly name: string;
+  readonly waiting: number;
+  readonly running: boolean;
+  put(task: unknown, options?: PutOptions): void;
+  run(
+    handler: (task: never, ctx: TaskContext<never>) => unknown,
+    options: RunOptions<number>,
+  ): Promise<RunResult<number>>;
   listenMap(listener: (source: number, body: Record<string, unknown>) => void): void;
   postMap(dest: number, body: Record<string, unknown>): void;
 }
@@ -144,14 +159,25 @@ function checkMap(call: string, world: World, config: PoolConfig, items: unknown
   }
   const o = (options ?? {}) as MapOptions;
   for (const key of Object.keys(o)) {
-    if (!["root", "grain", "signal"].includes(key)) {
-      throw new InvalidArgumentError(`${call}: unknown option \`${key}\` (known: root, grain, signal)`);
+    if (!["root", "grain", "signal", "concurrency"].includes(key)) {
+      throw new InvalidArgumentError(`${call}: unknown option \`${key}\` (known: root, grain, signal, concurrency)`);
     }
+  }
+  const concurrency = o.concurrency ?? 1;
+  if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+    throw new InvalidArgumentError(
+      `${call}: option \`concurrency\` must be a positive integer; got ${describe(o.concurrency)}`,
+    );
   }
   const root = o.root ?? 0;
   if (!Number.isInteger(root) || root < 0 || root >= world.size) {
     throw new InvalidArgumentError(
       `${call}: option \`root\` must be a rank in 0..${world.size - 1}; got ${describe(root)}`,
+    );
+  }
+  if (concurrency > 1 && config.retries > 0) {
+    throw new InvalidArgumentError(
+      `${call}: option \`concurrency\` must be 1 with a pool that has \`retries\` (it commits between tasks); got ${concurrency}`,
     );
   }
   if (world.deadRanks.includes(root)) {
@@ -266,7 +292,8 @@ export async function mapOn<I, R>(
   };
   const loopOptions = { ...(options?.grain === undefined ? {} : { grain: options.grain }), signal: options?.signal };
   try {
-    await forEach(pool, world, 0, n, body, loopOptions, call, flush);
+    if ((options?.concurrency ?? 1) > 1) await inFlight(pool, world, n, body, options as MapOptions, call, flush);
+    else await forEach(pool, world, 0, n, body, loopOptions, call, flush);
   } catch (e) {
     state.collect = undefined;
     const cause = e instanceof TaskError ? (e.cause as Error | undefined) : undefined;
@@ -294,6 +321,57 @@ export async function mapOn<I, R>(
   }
   state.collect = undefined;
   return results;
+}
+
+/**
+ * A map with `concurrency` above 1: tasks of `grain` items (default 1), each working rank putting its block's
+ * (pinned to it in a distributed pool, so they move only when stolen; under a centralized pool, kept), run with
+ * the pool's `concurrency`. A task's items run one after another; its results are sent when it ends (flush).
+ * Each task returns how many items it ran, so every rank can tell that the ranks gave the same number of items.
+ */
+async function inFlight(
+  pool: MapPool,
+  world: World,
+  n: number,
+  body: (i: number, c: LoopContext) => Promise<void> | undefined,
+  options: MapOptions,
+  call: string,
+  flush: () => void,
+): Promise<void> {
+  if (pool.running) {
+    throw new InvalidArgumentError(
+      `${call}: ${pool.name} is running a loop or a run already; await it before the next`,
+    );
+  }
+  if (pool.waiting > 0) {
+    throw new InvalidArgumentError(
+      `${call}: ${pool.name} holds ${pool.waiting} task(s) put and not run; run them first, or map on another pool`,
+    );
+  }
+  const grain = options.grain ?? 1;
+  if (!Number.isSafeInteger(grain) || grain < 1) {
+    throw new InvalidArgumentError(`${call}: option \`grain\` must be a positive integer; got ${describe(grain)}`);
+  }
+  const working = workingRanks(pool, world.size, world.deadRanks);
+  const w = working.indexOf(world.rank);
+  if (w >= 0) {
+    const [lo, hi] = blockOf(0, n, w, working.length);
+    const pin = world.size > 1 && pool.config.mode === "distributed" ? { to: world.rank } : undefined;
+    for (let a = lo; a < hi; a += grain) pool.put([a, Math.min(hi, a + grain)], pin);
+  }
+  const handler = async (task: [number, number], ctx: TaskContext<never>): Promise<number> => {
+    const c: LoopContext = { rank: ctx.rank, signal: ctx.signal, stop: () => {} };
+    for (let i = task[0]; i < task[1] && !ctx.signal.aborted; i++) await body(i, c);
+    flush();
+    return task[1] - task[0];
+  };
+  const runOptions: RunOptions<number> = { reduce: "sum", concurrency: options.concurrency as number };
+  const r = await pool.run(handler as never, options.signal ? { ...runOptions, signal: options.signal } : runOptions);
+  if ((r.result ?? 0) !== n) {
+    throw new InvalidArgumentError(
+      `${call}: ${SAME_ITEMS}; this rank gave ${n} (the ranks ran ${r.result ?? 0} items)`,
+    );
+  }
 }
 
 declare module "../comm/world.ts" {

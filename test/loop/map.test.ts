@@ -50,6 +50,20 @@ function checkMaps(t: ExecutionContext, stdout: string, size: number): void {
     t.regex(e.cause as string, /^EncodeError: result\.f is a function; a result travels to the root/);
   }
   t.like(at("settled"), { ...WHOLE, length: 5000 }, stdout);
+  // Async handlers with concurrency 8: every result in order, never more than 8 in flight on a rank, and more
+  // than one somewhere (a rank with tasks queued starts the next while one awaits its timer).
+  t.like(at("concurrent"), { ...WHOLE, length: 120 }, stdout);
+  const most = [...labelled(stdout, "in-flight").values()].map((v) => v.most as number);
+  t.is(most.length, size, stdout);
+  t.true(
+    most.every((m) => m <= 8),
+    JSON.stringify(most),
+  );
+  t.true(Math.max(...most) > 1, JSON.stringify(most));
+  const failedConcurrent = labelled(stdout, "failed-concurrent");
+  t.is(failedConcurrent.size, size, stdout);
+  for (const e of failedConcurrent.values()) t.like(e, { name: "TaskError", task: 41, cause: "Error: late boom" });
+  t.like(at("after-concurrent"), { ...WHOLE, length: 5000 }, stdout);
   const aborted = labelled(stdout, "aborted");
   t.is(aborted.size, size, stdout);
   t.like(aborted.get(0), { name: "AbortError" });
@@ -60,7 +74,7 @@ function checkMaps(t: ExecutionContext, stdout: string, size: number): void {
   const misuse: Record<string, RegExp> = {
     "not-array": /^map: `items` must be an array, the same on every rank; got undefined$/,
     root: new RegExp(`^map: option \`root\` must be a rank in 0\\.\\.${size - 1}; got ${size}$`),
-    option: /^map: unknown option `chunk` \(known: root, grain, signal\)$/,
+    option: /^map: unknown option `chunk` \(known: root, grain, signal, concurrency\)$/,
   };
   for (const [label, pattern] of Object.entries(misuse)) {
     const all = labelled(stdout, `misuse-${label}`);
