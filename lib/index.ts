@@ -32,7 +32,9 @@ export type {
 // import, which declarations drop).
 import "./loop/doacross.ts";
 import "./loop/doall.ts";
+import "./loop/map.ts";
 export type { DoacrossBody, DoacrossOptions, DoacrossResult } from "./loop/doacross.ts";
+export type { MapContext, MapHandler, MapOptions } from "./loop/map.ts";
 export type { LoopBody, LoopContext, LoopOptions, LoopResult, LoopStats, StoppableLoopResult } from "./loop/options.ts";
 export type { BoundSense } from "./pool/bound.ts";
 export { Bound } from "./pool/bound.ts";

@@ -137,7 +137,7 @@ function isPromise(v: unknown): v is Promise<unknown> {
 }
 
 /** The ranks that run a pool's tasks: all, but a centralized pool's coordinator unless it works (or is alone). */
-function workingRanks(pool: LoopPool, size: number, dead: readonly number[]): number[] {
+export function workingRanks(pool: { readonly config: PoolConfig }, size: number, dead: readonly number[]): number[] {
   const c = pool.config;
   // A rank known dead (a pool with `retries` survived it) gets no block: its iterations would never run.
   const all = Array.from({ length: size }, (_, r) => r).filter((r) => !dead.includes(r));
@@ -146,7 +146,7 @@ function workingRanks(pool: LoopPool, size: number, dead: readonly number[]): nu
 }
 
 /** The `w`-th of `parts` contiguous blocks of [start, end), sizes differing by at most one. */
-function blockOf(start: number, end: number, w: number, parts: number): [number, number] {
+export function blockOf(start: number, end: number, w: number, parts: number): [number, number] {
   const n = end - start;
   const base = Math.floor(n / parts);
   const extra = n % parts;
@@ -163,6 +163,7 @@ export async function forEach<R>(
   body: LoopBody<R>,
   options?: LoopOptions<R>,
   call = "forEach",
+  taskEnded?: () => void,
 ): Promise<LoopResult<R>> {
   const pool = poolObject as LoopPool;
   const spec = resolveLoop(call, start, end, body, options as LoopOptions<unknown> | undefined);
@@ -380,7 +381,11 @@ export async function forEach<R>(
   };
 
   /** What a task returns: its values, how many iterations it ran, and this rank's idea of the loop's range. */
-  const tally = (acc: Accumulator, iterations: number): Tally => [acc.take(), iterations, spec.start, spec.end];
+  // `taskEnded` (map's): the task's iterations are done, before the task returns.
+  const tally = (acc: Accumulator, iterations: number): Tally => {
+    taskEnded?.();
+    return [acc.take(), iterations, spec.start, spec.end];
+  };
 
   const handler = (piece: Piece, ctx: TaskContext<Piece>): unknown => {
     if (!Array.isArray(piece) || piece.length !== 3) {
@@ -394,7 +399,18 @@ export async function forEach<R>(
 
   const working = workingRanks(pool, world.size, world.deadRanks);
   const w = working.indexOf(world.rank);
-  if (w >= 0) {
+  const c = pool.config;
+  if (world.size > 1 && c.mode === "centralized" && c.retries > 0) {
+    // A pool that survives its workers' deaths: the coordinator puts every block, so each is in its ledger from
+    // the start. A block a worker put itself was known to no other rank until that worker's first commit, and a
+    // worker that died before it took its block's iterations with it (the loop then ran too few, and said so).
+    if (world.rank === c.coordinator) {
+      for (let k = 0; k < working.length; k++) {
+        const [lo, hi] = blockOf(spec.start, spec.end, k, working.length);
+        if (hi > lo) pool.put([lo, hi, BLOCK]);
+      }
+    }
+  } else if (w >= 0) {
     const [lo, hi] = blockOf(spec.start, spec.end, w, working.length);
     if (hi > lo) {
       const pin = world.size > 1 && pool.config.mode === "distributed" ? { to: world.rank } : undefined;
@@ -462,8 +478,18 @@ function loopPoolOptions(spec: string | undefined): PoolOptions | undefined {
   return centralized && fromSpec.coordinatorWorks === undefined ? { coordinatorWorks: true } : undefined;
 }
 
-/** Each world's pool for `parallelFor`, made on its first loop (every rank makes it at the same point). */
+/** Each world's pool for `parallelFor` and `map`, made on its first loop (every rank makes it at the same point). */
 const loopPools = new WeakMap<World, ReturnType<World["pool"]>>();
+
+/** @internal The pool of a world's `parallelFor` and `map`, made on the first call. */
+export function loopPoolOf(world: World): ReturnType<World["pool"]> {
+  let pool = loopPools.get(world);
+  if (!pool) {
+    pool = world.pool(loopPoolOptions(world.env.pool));
+    loopPools.set(world, pool);
+  }
+  return pool;
+}
 
 declare module "../comm/world.ts" {
   interface World {
@@ -501,10 +527,5 @@ World.prototype.parallelFor = async function parallelFor<R>(
   options?: LoopOptions<R>,
 ): Promise<LoopResult<R>> {
   resolveLoop("parallelFor", start, end, body, options as LoopOptions<unknown> | undefined);
-  let pool = loopPools.get(this);
-  if (!pool) {
-    pool = this.pool(loopPoolOptions(this.env.pool));
-    loopPools.set(this, pool);
-  }
-  return forEach(pool, this, start, end, body, options, "parallelFor");
+  return forEach(loopPoolOf(this), this, start, end, body, options, "parallelFor");
 } as World["parallelFor"];

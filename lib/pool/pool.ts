@@ -16,6 +16,7 @@ import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
 import { isTaskKey } from "./keys.ts";
 import { forEach } from "../loop/doall.ts";
+import { mapOn, type MapHandler, type MapOptions } from "../loop/map.ts";
 import type { LoopBody, LoopOptions, LoopResult, StoppableLoopResult } from "../loop/options.ts";
 import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { Results } from "./results.ts";
@@ -44,6 +45,8 @@ const SAMPLED_PUTS = 16;
 const BOUND_TAG = 1000;
 /** The tag of a rank's digest of the tasks it put before the pool's first run (same-roots.ts). */
 const ROOTS_TAG = 1001;
+/** The tag of a batch of `map` results on its way to the collecting rank (loop/map.ts). */
+const MAP_TAG = 1002;
 
 /**
  * A workpool: tasks put on any rank run exactly once on some rank, and `run` resolves on every rank once none
@@ -73,6 +76,9 @@ export class Pool<T = unknown> {
   private handlerPuts = 0;
   /** Improvements that arrived for bounds not made here yet, by bound index (applied when it is made). */
   private readonly earlyBounds = new Map<number, number[]>();
+  /** Where `map` results that arrive here go (loop/map.ts); until a map listens, they wait in mapStash. */
+  private mapListener: ((source: number, body: Record<string, unknown>) => void) | undefined;
+  private mapStash: [source: number, body: Record<string, unknown>][] = [];
 
   /** @internal use `world.pool()` */
   constructor(world: World, context: number, config: PoolConfig) {
@@ -105,6 +111,11 @@ export class Pool<T = unknown> {
   private route(source: number, tag: number, body: Record<string, unknown>): void {
     if (tag === ROOTS_TAG) {
       this.sameRoots?.otherRoots(String(body.d));
+      return;
+    }
+    if (tag === MAP_TAG) {
+      if (this.mapListener) this.mapListener(source, body);
+      else this.mapStash.push([source, body]);
       return;
     }
     if (tag === BOUND_TAG) {
@@ -409,6 +420,33 @@ export class Pool<T = unknown> {
   ): Promise<StoppableLoopResult<R, S>>;
   forEach<R>(start: number, end: number, body: LoopBody<R>, options?: LoopOptions<R>): Promise<LoopResult<R>> {
     return forEach(this as Pool<unknown>, this.world, start, end, body, options);
+  }
+
+  /**
+   * Collective, on every rank: runs `handler(items[i], i)` once for every item, spread over the ranks as
+   * `forEach` spreads a loop, and resolves on `options.root` (default 0) to every item's result in item order,
+   * and to undefined on the other ranks. Every rank gives the same items. Results travel straight from the rank
+   * that ran an item to the root (docs/loops.md, Results per item). Rejects with TaskError naming the item's
+   * index (`task`) if a handler threw, with InvalidArgumentError on bad arguments, and as `run` does otherwise.
+   */
+  map<I, R>(items: readonly I[], handler: MapHandler<I, R>, options?: MapOptions): Promise<R[] | undefined> {
+    return mapOn(this as Pool<unknown>, this.world, items, handler, options);
+  }
+
+  /** @internal Routes the `map` results that reach this rank to `listener` (first those already here). */
+  listenMap(listener: (source: number, body: Record<string, unknown>) => void): void {
+    this.mapListener = listener;
+    const stash = this.mapStash;
+    this.mapStash = [];
+    for (const [source, body] of stash) listener(source, body);
+  }
+
+  /**
+   * @internal Sends a batch of `map` results to rank `dest` at once: encoded here, so a result that cannot
+   * travel throws EncodeError in the task that made it; one for a rank that died is dropped.
+   */
+  postMap(dest: number, body: Record<string, unknown>): void {
+    this.world.postEncoded(dest, this.world.encode(this.context, MAP_TAG, body, "data"));
   }
 
   /** Statistics of the last finished run on this rank, if any. */
