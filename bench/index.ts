@@ -17,6 +17,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   loops: async () => (await import("./loops.ts")).suite,
   defaults: async () => (await import("./defaults.ts")).suite,
   tasks: async () => (await import("./tasks.ts")).suite,
+  longtasks: async () => (await import("./longtasks.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]
