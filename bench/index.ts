@@ -18,6 +18,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   defaults: async () => (await import("./defaults.ts")).suite,
   tasks: async () => (await import("./tasks.ts")).suite,
   map: async () => (await import("./map.ts")).suite,
+  longtasks: async () => (await import("./longtasks.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

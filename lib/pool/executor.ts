@@ -12,6 +12,11 @@ const SLICE_MS = 2;
 const CLOCK_EVERY_MS = 0.1;
 /** Most sync tasks run between two clock reads, so a sudden run of long tasks is noticed soon enough. */
 const MAX_STRIDE = 64;
+/**
+ * A sync task is long when it takes more than this (ms): far longer than a steal or a grant's round trip, so a
+ * task queued behind it is better run elsewhere (issue 29; `longTasks`).
+ */
+export const LONG_TASK_MS = 5;
 
 export const now = (): number => performance.now();
 export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -36,6 +41,8 @@ export class Executor<T> {
   /** Tasks since the last clock read, and how many to run before the next. */
   private sinceRead = 0;
   private stride = 1;
+  /** Mean time of the sync tasks between the last two clock reads (ms; 0 before any). */
+  private recentMs = 0;
   private running = false;
   /** Async tasks started and not settled (PoolOptions `concurrency`), and when the first of them began. */
   private inFlight = 0;
@@ -158,6 +165,7 @@ export class Executor<T> {
     if (n > 0) {
       this.stats.lastTaskAt = performance.timeOrigin + t;
       const per = (t - this.mark) / n;
+      this.recentMs = per;
       this.stride = per > 0 ? Math.max(1, Math.min(MAX_STRIDE, Math.floor(CLOCK_EVERY_MS / per))) : MAX_STRIDE;
     }
     this.mark = t;
@@ -173,6 +181,16 @@ export class Executor<T> {
       return false;
     }
     return this.read() - this.sliceStart > SLICE_MS;
+  }
+
+  /**
+   * True while the sync tasks run lately are long (over LONG_TASK_MS each, as of the last clock read, which
+   * comes after every such task): a rank then gives away what it holds beyond the task it runs next, since it
+   * answers no steal and no coordinator while a task runs. Tiny tasks never pay for this: it is read by the
+   * engines only where they already act after a slice or a balancing check.
+   */
+  longTasks(): boolean {
+    return this.recentMs > LONG_TASK_MS;
   }
 
   /** Mean time of the tasks run so far, in ms (0 before any ran). */

@@ -38,6 +38,11 @@ export interface DistributedHost {
    */
   readonly running: boolean;
   /**
+   * True while the sync tasks this rank runs are long (Executor `longTasks`): it answers no message while one
+   * runs, so what it keeps queued waits a whole task for any rank that asks.
+   */
+  readonly longTasks: boolean;
+  /**
    * True while this rank is passive: no task queued or running, and no task waiting to be sent. Only a task
    * message can make a passive rank active again (or, outside the model, a put from the app).
    */

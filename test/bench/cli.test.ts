@@ -10,7 +10,7 @@ const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "b
 const refusals: [args: string[], message: RegExp][] = [
   [
     ["appz"],
-    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops, defaults, tasks, map$/,
+    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops, defaults, tasks, map, longtasks$/,
   ],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
@@ -27,6 +27,8 @@ const refusals: [args: string[], message: RegExp][] = [
   [["faults", "--seconds", "0"], /^bench: faults: --seconds must be an integer in 1\.\.60; got "0"$/],
   [["strategies", "--seconds", "0"], /^bench: strategies: --seconds must be a number in 0\.1\.\.30; got "0"$/],
   [["strategies", "--frob", "1"], /^bench: strategies: unknown option --frob; options: --seconds, --tree, --rounds$/],
+  [["longtasks", "--rounds", "0"], /^bench: longtasks: --rounds must be an integer in 1\.\.100; got "0"$/],
+  [["longtasks", "--frob", "1"], /^bench: longtasks: unknown option --frob; options: --rounds$/],
   // The second suite's bad option stops the first suite from starting.
   [["pool", "apps", "--rounds", "-1"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "-1"$/],
 ];
@@ -50,6 +52,7 @@ test("bench --help lists every suite and the apps and trees suites' options", as
     /^ {2}trees /m,
     /^ {2}startup /m,
     /^ {2}faults /m,
+    /^ {2}longtasks /m,
     /--graph FILE\.gr/,
     /--rounds N/,
     /--quick/,

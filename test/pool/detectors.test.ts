@@ -25,6 +25,7 @@ class ScriptedHost implements DistributedHost {
   readonly load = 0;
   readonly movable = 0;
   readonly running = false;
+  readonly longTasks = false;
   passive = false;
   lastActivityAt = 100;
   readonly sent: Sent[] = [];

@@ -4,10 +4,13 @@ import { Backoff } from "./backoff.ts";
 /** Refusals in a row before an asker starts backing off (fewer if it has fewer partners). */
 const QUICK_TRIES = 2;
 
-/** How many of its `movable` tasks a rank gives an asker that holds `askerLoad`: about half the difference. */
-export function share(movable: number, askerLoad: number): number {
+/**
+ * How many of its `movable` tasks a rank gives an asker that holds `askerLoad`: about half the difference, or
+ * with `parts` > 2 about that fraction of it (long tasks: see ReceiverInitiated).
+ */
+export function share(movable: number, askerLoad: number, parts = 2): number {
   const diff = movable - askerLoad;
-  if (diff >= 2) return Math.min(diff >> 1, MAX_BATCH);
+  if (diff >= 2) return Math.min(parts === 2 ? diff >> 1 : Math.ceil(diff / parts), MAX_BATCH);
   // One queued task still goes to an empty asker: this rank is busy with its running task anyway.
   return askerLoad === 0 && movable >= 1 ? 1 : 0;
 }
@@ -110,7 +113,11 @@ export class ReceiverInitiated implements Balancer {
     const rt = this.host.rt;
     if (kind === "request") {
       rt.count("requestsReceived");
-      const n = share(this.host.movable, body.l as number);
+      // Long tasks (Executor `longTasks`): each further asker waits a whole task here, and every idle rank asks
+      // at once, so the queue is cut in as many parts as there are ranks instead of halved for the first asker
+      // (which then holds half of everything behind its own long task); 2 ranks halve as before.
+      const host = this.host;
+      const n = share(host.movable, body.l as number, host.longTasks ? Math.max(2, rt.size) : 2);
       if (n > 0) {
         this.host.sendMovable(source, "transfer", n, body.k as readonly unknown[] | undefined);
         rt.count("requestsAnswered");

@@ -12,6 +12,12 @@ const ECD_MIN_GAIN_MS = 1;
  * this: a rank that starts its run late must not keep this one idle.
  */
 const SELF_WAIT_MS = 10;
+/**
+ * Expected Card Distribution trusts a worker's mean task time as its speed only once it has run this many
+ * tasks: the mean of a few uneven tasks (0.2-3 s, issue 29) says which tasks it drew, not how fast it is, and
+ * deferring to a "faster" worker then left tasks waiting for one busy in a long task.
+ */
+const ECD_MIN_TASKS = 8;
 /** Most extra tasks dealt to a remote worker to cover the coordinator's own task (see `cover`). */
 const MAX_COVER = 4096;
 
@@ -267,13 +273,13 @@ export class Coordinator<T> implements Engine<T> {
 
   /** Expected Card Distribution: near the end, keep tasks from a worker that would finish them last. */
   private deferToFaster(w: WorkerState, chunk: number): boolean {
-    if (w.meanMs <= 0) return false;
+    if (w.meanMs <= 0 || w.done < ECD_MIN_TASKS) return false;
     let held = 0;
     for (const v of this.workers) held += Math.max(v.capacity, 1);
     if (this.queue.size > held) return false;
     const finishW = (holding(w) + chunk) * w.meanMs;
     for (const v of this.workers) {
-      if (v === w || v.meanMs <= 0 || !v.joined) continue;
+      if (v === w || v.meanMs <= 0 || !v.joined || v.done < ECD_MIN_TASKS) continue;
       // A worker that keeps tasks it put may hold far more than its last status said, and asks for work
       // only when that is done: its finish cannot be foreseen, and waiting for it could last the whole run.
       if (v.kept > 0) continue;

@@ -15,6 +15,8 @@ const MAX_CAPACITY = 8192;
 const MAX_RELEASE = 4096;
 /** Largest factor by which running dry raises the capacity computed from round trips. */
 const MAX_BOOST = 64;
+/** Most tasks a worker holds while its tasks are long (Executor `longTasks`): the next one and one more. */
+const LONG_HOLD = 2;
 
 /**
  * A centralized-pool worker. It holds a local queue of the tasks the coordinator granted it and of the tasks
@@ -32,6 +34,8 @@ const MAX_BOOST = 64;
  *   about half of its queue, oldest first, where a tree's big subtrees are.
  * - When its queue fills up again while a request is pending, it says so, so the coordinator does not ask
  *   others to release work for it.
+ * - While its tasks are long (Executor `longTasks`), it holds at most LONG_HOLD (or what the coordinator
+ *   asked it to hold) and sends the rest back after each task: it could not release them during the next one.
  *
  * Its statuses carry cumulative counts (run, kept, given back, sent), so the coordinator knows exactly how
  * many tasks it holds as of each status, and the values its handlers returned since the last status.
@@ -232,6 +236,12 @@ export class CentralWorker<T> implements Engine<T> {
           this.sendStatus(false);
         }
         if (exec.sliceOver()) {
+          // Long tasks: this rank answers nothing while one runs, so what it holds beyond the next two waits a
+          // whole task for whoever needs it; it goes back to the coordinator to be dealt (issue 29).
+          if (exec.longTasks()) {
+            const surplus = this.queued() - Math.max(LONG_HOLD, this.hold);
+            if (surplus > 0) this.rt.count("tasksShed", this.giveBack(surplus));
+          }
           if (this.out.size > 0) this.sendStatus(false);
           await exec.yield();
           if (this.finished || this.stopping) return;

@@ -106,6 +106,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     return this.inTask || this.flight.size > 0;
   }
 
+  get longTasks(): boolean {
+    return this.exec.longTasks();
+  }
+
   get passive(): boolean {
     return this.parked && !this.finished;
   }

@@ -1,0 +1,114 @@
+/**
+ * `npm run bench -- longtasks`: coarse, uneven synchronous tasks all put on rank 0 (issue 29). 40 tasks of
+ * 20-300 ms (seeded; issue 29's 0.2-3 s scaled down 10x so that a round takes seconds, not minutes), each
+ * fixed in wall time. The lower bound is max(sum / ranks that run tasks, longest task) over the times the tasks
+ * took where they ran (on a loaded machine a busy rank is descheduled at times, so a task can take longer than
+ * drawn: the bound counts that as work, not as imbalance).
+ *
+ * - 2 ranks, real work: each task busy-loops on the clock (a synchronous handler: the rank answers no message
+ *   while it runs), under the default pool (distributed) and the centralized pool with a working coordinator;
+ *   and 3 ranks under the centralized pool whose coordinator only deals (2 workers).
+ * - 16 ranks, emulated: each task blocks its thread with Atomics.wait for its time (still synchronous, but it
+ *   burns no core, so 16 ranks fit on 2 cores): the default pool, the centralized pool (15 workers) and with a
+ *   working coordinator. On a 2-core machine a round trip between 16 ranks can take longer than a task, which
+ *   the bound does not know of.
+ *
+ * Runs are interleaved round by round (`--rounds N`, default 3); the table shows the best and the worst ratio
+ * of makespan to the lower bound. Target (issue 29): the best at most 1.1 in every row.
+ */
+import { BenchUsageError, fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
+
+const PROGRAM = new URL("./programs/longtasks-ranks.ts", import.meta.url).pathname;
+const TARGET = 1.1;
+const TASKS = ["40", "20", "300", "11"] as const;
+
+interface Case {
+  readonly ranks: number;
+  readonly kind: "spin" | "wait";
+  readonly pool: string | undefined;
+}
+
+const CASES: readonly Case[] = [
+  { ranks: 2, kind: "spin", pool: undefined },
+  { ranks: 2, kind: "spin", pool: "centralized,coordinatorWorks=true" },
+  { ranks: 3, kind: "spin", pool: "centralized" },
+  { ranks: 16, kind: "wait", pool: undefined },
+  { ranks: 16, kind: "wait", pool: "centralized" },
+  { ranks: 16, kind: "wait", pool: "centralized,coordinatorWorks=true" },
+];
+
+interface Line {
+  readonly mode: string;
+  readonly ms: number;
+  readonly bound: number;
+  readonly tasks: number;
+  readonly perRank: readonly number[];
+}
+
+function parse(args: readonly string[]): number {
+  let rounds = 3;
+  for (let i = 0; i < args.length; i++) {
+    const [flag, inline] = (args[i] as string).split(/=(.*)/s, 2) as [string, string | undefined];
+    if (flag !== "--rounds") throw new BenchUsageError(`longtasks: unknown option ${flag}; options: --rounds`);
+    const value = Number(inline ?? args[++i]);
+    if (!Number.isInteger(value) || value < 1 || value > 100) {
+      throw new BenchUsageError(`longtasks: --rounds must be an integer in 1..100; got "${inline ?? args[i]}"`);
+    }
+    rounds = value;
+  }
+  return rounds;
+}
+
+async function once(c: Case): Promise<Line> {
+  const pool = c.pool === undefined ? [] : ["--pool", c.pool];
+  const args = ["launch", "-n", String(c.ranks), "--no-prefix", "--quiet", "--timeout", "120", ...pool];
+  const [line] = (await runJsonLines(process.execPath, [WORKPOOL_BIN, ...args, PROGRAM, c.kind, ...TASKS], {
+    timeoutMs: 180_000,
+  })) as Line[];
+  if (!line || line.tasks !== Number(TASKS[0])) {
+    throw new Error(`longtasks: ${c.ranks} ranks under ${c.pool ?? "the default pool"}: ${JSON.stringify(line)}`);
+  }
+  return line;
+}
+
+export const suite: Suite = {
+  name: "longtasks",
+  description: "40 synchronous tasks of 20-300 ms put on rank 0: makespan / lower bound, 2 ranks real, 16 emulated",
+  options: ["--rounds N  interleaved rounds; best and worst shown (default 3)"],
+  check: (args) => void parse(args),
+  async run(args) {
+    const rounds = parse(args);
+    const card = scorecard();
+    const ratios = CASES.map(() => [] as number[]);
+    const last: (Line | undefined)[] = CASES.map(() => undefined);
+    for (let round = 0; round < rounds; round++) {
+      for (let k = 0; k < CASES.length; k++) {
+        const i = (k + round) % CASES.length;
+        const line = await once(CASES[i] as Case);
+        (ratios[i] as number[]).push(line.ms / line.bound);
+        last[i] = line;
+      }
+    }
+    const rows = [["ranks", "work", "pool", "bound ms", "best", "worst", "tasks per rank (last)", "target", ""]];
+    for (let i = 0; i < CASES.length; i++) {
+      const c = CASES[i] as Case;
+      const r = ratios[i] as number[];
+      const line = last[i] as Line;
+      const best = Math.min(...r);
+      rows.push([
+        String(c.ranks),
+        c.kind === "spin" ? "busy loop" : "Atomics.wait",
+        c.pool ?? `default (${line.mode})`,
+        fmt(line.bound),
+        fmt(best),
+        fmt(Math.max(...r)),
+        line.perRank.join(" "),
+        `<= ${TARGET}`,
+        card.verdict(best <= TARGET),
+      ]);
+    }
+    console.log(`longtasks: makespan / lower bound, ${rounds} interleaved rounds`);
+    console.log(formatTable(rows));
+    return card.report();
+  },
+};

@@ -1,0 +1,71 @@
+/**
+ * The rank program of `npm run bench -- longtasks`: coarse, uneven synchronous tasks all put on rank 0 (issue 29).
+ *
+ *   longtasks-ranks.ts KIND TASKS MIN_MS MAX_MS SEED
+ *
+ * KIND `spin`: each task busy-loops on the clock for its time (real synchronous work: the rank answers no message
+ * meanwhile); KIND `wait`: each task blocks its thread for its time with Atomics.wait (synchronous too, but burns
+ * no core, so many ranks can be emulated on few cores). Task times are drawn uniformly in MIN_MS..MAX_MS from a
+ * seeded generator. Each task's time is also measured where it ran (a busy rank is descheduled at times on a
+ * loaded machine, so a task can take longer than drawn), and the lower bound is taken from the measured times:
+ * max(sum / ranks that run tasks, longest); the drawn sum is printed too.
+ *
+ * Prints one JSON line on rank 0: `{"mode","ms","drawnMs","sumMs","longestMs","bound","ranks","tasks","perRank"}`;
+ * `ranks` is the number of ranks that ran tasks (the bound's divisor).
+ */
+import { connect } from "workpool";
+
+const [kind = "spin", tasksArg = "40", minArg = "20", maxArg = "300", seedArg = "11"] = process.argv.slice(2);
+const tasks = Number(tasksArg);
+const minMs = Number(minArg);
+const maxMs = Number(maxArg);
+const world = await connect();
+
+const blocker = new Int32Array(new SharedArrayBuffer(4));
+function work(ms: number): void {
+  if (kind === "wait") {
+    Atomics.wait(blocker, 0, 0, ms);
+    return;
+  }
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+}
+
+const times: number[] = [];
+let state = Number(seedArg);
+for (let i = 0; i < tasks; i++) {
+  state = (state * 1103515245 + 12345) % 2147483648;
+  times.push(minMs + (state / 2147483648) * (maxMs - minMs));
+}
+
+const pool = world.pool<number>();
+if (world.rank === 0) for (const ms of times) pool.put(ms);
+await world.barrier();
+const t0 = performance.now();
+let measuredMs = 0;
+let longestMs = 0;
+const { result } = await pool.run((ms) => {
+  const s = performance.now();
+  work(ms);
+  const took = performance.now() - s;
+  measuredMs += took;
+  longestMs = Math.max(longestMs, took);
+  return 1;
+});
+const ms = performance.now() - t0;
+const mine = pool.stats()?.tasksExecuted ?? 0;
+const perRank = await world.gather([mine, measuredMs, longestMs], 0);
+if (world.rank === 0) {
+  const config = pool.config;
+  // Ranks that run tasks: every rank, except a centralized coordinator that only deals.
+  const workers = config.mode === "centralized" && !config.coordinatorWorks ? world.size - 1 : world.size;
+  const all = perRank as [number, number, number][];
+  const drawnMs = times.reduce((a, b) => a + b, 0);
+  const sumMs = all.reduce((a, r) => a + r[1], 0);
+  const longest = Math.max(...all.map((r) => r[2]));
+  const bound = Math.max(sumMs / workers, longest);
+  const counts = all.map((r) => r[0]);
+  const line = { mode: config.mode, ms, drawnMs, sumMs, longestMs: longest, bound, ranks: workers, tasks: result };
+  console.log(JSON.stringify({ ...line, perRank: counts }));
+}
+await world.close();

@@ -1,0 +1,61 @@
+/**
+ * Long synchronous tasks never strand work (issue 29), through the real launcher (test/fixtures/pool-long-tasks.ts):
+ * the rank running the root is inside a 10 ms busy loop at every task and keeps putting tasks until another rank
+ * is seen to have run one, so the event the test waits for is that other rank receiving work while the origin
+ * holds a queue and runs long tasks (no timing: without balancing the run would take the whole tree on one rank
+ * and no marker would be written). Under the default pool, the centralized pool with and without a working
+ * coordinator, and distributed with lifeline stealing; every task runs exactly once.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import test from "ava";
+import { fixture, run } from "../helpers/run.ts";
+
+interface Line {
+  readonly result: number;
+  readonly ran: number;
+  readonly origin: boolean;
+  readonly sawInTask: boolean;
+}
+
+const CASES: [n: number, pool: string | undefined][] = [
+  [2, undefined],
+  [2, "centralized,coordinatorWorks=true"],
+  [3, "centralized"],
+  [2, "distributed,initiation=lifeline"],
+];
+
+for (const [n, pool] of CASES) {
+  test(`long tasks on ${n} ranks under ${pool ?? "the default pool"}: an idle rank receives work while the origin runs them`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), "wp-long-tasks-"));
+    try {
+      const r = await run([
+        "-n",
+        String(n),
+        "--timeout",
+        "90",
+        ...(pool ? ["--pool", pool] : []),
+        fixture("pool-long-tasks.ts"),
+        dir,
+      ]);
+      t.is(r.code, 0, r.stderr);
+      const lines = r.stdout
+        .split("\n")
+        .filter((l) => l.includes("] result "))
+        .map((l) => JSON.parse(l.slice(l.indexOf("result ") + 7)) as Line);
+      t.is(lines.length, n);
+      const origins = lines.filter((l) => l.origin);
+      t.is(origins.length, 1, "one rank ran the root");
+      t.true(origins[0]?.sawInTask, "the origin saw another rank run a task while it ran one of its own");
+      t.true(
+        lines.some((l) => !l.origin && l.ran > 0),
+        "another rank ran tasks",
+      );
+      const total = lines.reduce((a, l) => a + l.ran, 0);
+      for (const l of lines) t.is(l.result, total, "every task ran exactly once");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
