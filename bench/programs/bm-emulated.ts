@@ -23,7 +23,8 @@ const keys = keysArg === "on";
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 const world = await connect();
-const pool = world.pool<EmulatedStrip>();
+// One strip at a time: a timed wait stands for a CPU-bound strip, which a rank runs alone.
+const pool = world.pool<EmulatedStrip>({ concurrency: 1 });
 let work = 0;
 if (world.rank === 0) {
   const random = new Random(Number(seed));

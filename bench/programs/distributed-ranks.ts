@@ -31,7 +31,7 @@ async function summary(stats: { counters: Record<string, number>; messagesSent: 
 if (mode === "throughput") {
   const depth = Number(rest[0] ?? 9);
   const fan = Number(rest[1] ?? 4);
-  const pool = world.pool<number>({ mode: "distributed" });
+  const pool = world.pool<number>({ mode: "distributed", concurrency: 1 });
   pool.put(0);
   await world.barrier();
   const t0 = performance.now();
@@ -56,7 +56,7 @@ if (mode === "throughput") {
 } else if (mode === "emulate") {
   const perRank = Number(rest[0] ?? 3);
   for (const spec of rest.slice(1)) {
-    const pool = world.pool<number>(combo(spec));
+    const pool = world.pool<number>({ ...combo(spec), concurrency: 1 });
     if (world.rank === 0) putEmulatedWork((ms) => pool.put(ms), perRank * 1000 * world.size, 11);
     const { handler, measured } = emulatedWorker();
     await world.barrier();
@@ -86,7 +86,7 @@ if (mode === "throughput") {
   const termination = rest[1] ?? "token-ring";
   const latencies: number[] = [];
   const detections: number[] = [];
-  const pool = world.pool<number>({ mode: "distributed", termination } as PoolOptions);
+  const pool = world.pool<number>({ mode: "distributed", termination, concurrency: 1 } as PoolOptions);
   for (let k = 0; k < reps; k++) {
     if (world.rank === 0) for (let i = 0; i < 2000; i++) pool.put(i);
     await world.barrier();

@@ -58,7 +58,8 @@ function handler(slowdown: number, deathAt = Number.POSITIVE_INFINITY) {
 
 /** One run of a fresh pool over `durations`; rank 0 prints its line. */
 async function measure(kind: string, options: PoolOptions, slowdown: number, deathAt?: (start: number) => number) {
-  const pool = world.pool<number>(options);
+  // One task at a time: a timed wait stands for a CPU-bound task, which a rank runs alone.
+  const pool = world.pool<number>({ ...options, concurrency: 1 });
   if (rank === 0) for (const ms of durations) pool.put(ms);
   await world.barrier();
   const startedAt = epoch();

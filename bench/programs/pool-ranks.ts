@@ -9,7 +9,11 @@ import { connect } from "workpool";
 
 const [mode = "throughput", ...rest] = process.argv.slice(2);
 const world = await connect();
-const pool = world.pool<number>();
+// Centralized unless the launcher says otherwise (the default pool is distributed); one task at a time per
+// rank: a timed wait stands for a CPU-bound task, which a rank runs alone.
+const pool = world.pool<number>(
+  process.env.WORKPOOL_POOL ? { concurrency: 1 } : { mode: "centralized", concurrency: 1 },
+);
 const workers = world.size > 1 ? world.size - 1 : 1;
 
 if (mode === "throughput") {

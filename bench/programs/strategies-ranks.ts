@@ -27,7 +27,7 @@ const combos = specs.map((spec) => {
 const world = await connect();
 for (const [name, combo] of combos) {
   for (const workload of workloads) {
-    const pool = world.pool<number>({ mode: "distributed", ...combo });
+    const pool = world.pool<number>({ mode: "distributed", ...combo, concurrency: 1 });
     if (workload === "spread") putEmulatedWork((ms) => pool.put(ms), perRankMs, 11 + 7919 * world.rank);
     else if (world.rank === 0) putEmulatedWork((ms) => pool.put(ms), perRankMs * world.size, 11);
     const { handler, measured } = emulatedWorker();
