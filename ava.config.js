@@ -2,7 +2,7 @@
 // over namespaces, ssh, mpirun and Slurm, the soak, the packed package, and files named `*.slow.test.ts`: sweeps
 // over seeds and sizes, deaths, memory) run with `npm run test:slow`;
 // `npm run test:all` runs both, and so does CI (.ci/run).
-export const SLOW = ["test/multihost/**", "test/robustness/**", "test/package/**"];
+export const SLOW = ["test/multihost/**", "test/robustness/**", "test/package/**", "test/**/*.slow.test.ts"];
 
 export default {
   files: ["test/**/*.test.ts", ...SLOW.map((glob) => `!${glob}`)],

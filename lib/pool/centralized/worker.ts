@@ -238,7 +238,10 @@ export class CentralWorker<T> implements Engine<T> {
         if (exec.sliceOver()) {
           // Long tasks: this rank answers nothing while one runs, so what it holds beyond the next two waits a
           // whole task for whoever needs it; it goes back to the coordinator to be dealt (issue 29).
-          if (exec.longTasks()) {
+          // With no other worker (2 ranks, the coordinator only dealing) there is nobody to give them to, and a
+          // task handed back would only come back later, away from the data it kept near (a loop's ranges).
+          const others = this.rt.size - (this.rt.config.coordinatorWorks ? 1 : 2);
+          if (others > 0 && exec.longTasks()) {
             const surplus = this.queued() - Math.max(LONG_HOLD, this.hold);
             if (surplus > 0) this.rt.count("tasksShed", this.giveBack(surplus));
           }
