@@ -1,6 +1,6 @@
 // The distributed shortest-path kernel without a transport: the indexed heap, and RangeSolver ranks whose
 // updates are handed over by the test in a shuffled order and with a pacing limit, as the pool may deliver
-// them. The same code under real ranks is tested through the launcher in parallel.test.ts.
+// them. The same code under real ranks is tested through the launcher in parallel.slow.test.ts.
 import test from "ava";
 import { Random } from "../../apps/common/random.ts";
 import { dijkstra } from "../../apps/shortest-paths/dijkstra.ts";

@@ -1,4 +1,4 @@
-// --trace and --stats (workpool compare and its report: compare.test.ts).
+// --trace and --stats (workpool compare and its report: compare.slow.test.ts).
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -3,7 +3,7 @@
  * `sendMovable` and TRANSFER's `k`), in process: whole groups of one key leave rather than a mix, the
  * receiver's recent keys first, this rank's recent keys last, keys travel with the tasks that move, and a
  * queue without keys gives exactly as before. (The simulation runs a keyed workload under every balancer;
- * test/apps/parallel.test.ts runs keyed block matching between real ranks.)
+ * test/apps/parallel.slow.test.ts runs keyed block matching between real ranks.)
  */
 import test from "ava";
 import { TaskBatch } from "../../lib/pool/batch.ts";

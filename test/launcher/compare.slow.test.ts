@@ -191,7 +191,7 @@ const browser = findBrowser();
 const BROWSER_TEST = "compare --report renders in a real browser: banners, labels that fit, one time scale";
 if (browser.path === undefined && process.env.CI !== "true") {
   console.warn(
-    `compare.test.ts: skipping "${BROWSER_TEST}": no Chromium found (looked for ${browser.tried.join(", ")}). ` +
+    `compare.slow.test.ts: skipping "${BROWSER_TEST}": no Chromium found (looked for ${browser.tried.join(", ")}). ` +
       "Install one with `npx playwright-core install chromium` or your system's chromium package, or set CHROME_PATH.",
   );
   test.skip(BROWSER_TEST, () => {});
