@@ -88,7 +88,7 @@ export const suite: Suite = {
             const extra = kind === "io" ? [files] : [];
             const [json] = (await runJsonLines(
               process.execPath,
-              [WORKPOOL_BIN, "launch", "-n", String(np), ...pool, PROGRAM, kind, ...extra],
+              [WORKPOOL_BIN, "launch", "-n", String(np), "--no-prefix", ...pool, PROGRAM, kind, ...extra],
               { timeoutMs: TIMEOUT_MS },
             )) as { seconds: number; check: number; mode: string }[];
             if (!json) throw new Error(`defaults: ${kind} under ${config ?? "the default pool"} printed no result`);
