@@ -4,7 +4,7 @@
  * is seen to have run one, so the event the test waits for is that other rank receiving work while the origin
  * holds a queue and runs long tasks (no timing: without balancing the run would take the whole tree on one rank
  * and no marker would be written). Under the default pool, the centralized pool with and without a working
- * coordinator, and distributed with lifeline stealing; every task runs exactly once.
+ * coordinator; every task runs exactly once.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,8 +23,9 @@ const CASES: [n: number, pool: string | undefined][] = [
   [2, undefined],
   [2, "centralized,coordinatorWorks=true"],
   [3, "centralized"],
-  [2, "distributed,initiation=lifeline"],
 ];
+// Not lifeline stealing: a lifeline steal can take the origin's last queued task while it is between tasks, and
+// the origin then never runs another to see the marker in (seen once in a full run under load).
 
 for (const [n, pool] of CASES) {
   test(`long tasks on ${n} ranks under ${pool ?? "the default pool"}: an idle rank receives work while the origin runs them`, async (t) => {
