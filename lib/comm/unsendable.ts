@@ -196,3 +196,16 @@ function walkParts(value: object, path: Step[], ancestors: Set<object>, instance
   }
   return undefined;
 }
+
+/** Values a sender checks in full (with arrivesAsItIs) before it checks only one in SAMPLED_CHECKS. */
+const FULLY_CHECKED = 1024;
+const SAMPLED_CHECKS = 16;
+
+/**
+ * Whether the `n`th value (from 0) of a stream of values from the same few lines of code (a pool's handler
+ * puts, a map's results) is checked: the first FULLY_CHECKED, then one in SAMPLED_CHECKS. A bad shape shows in
+ * the first values; checking every one would cost about as much as the put itself.
+ */
+export function sampledCheck(n: number): boolean {
+  return n < FULLY_CHECKED || n % SAMPLED_CHECKS === 0;
+}

@@ -17,7 +17,7 @@
  */
 import { World } from "../comm/world.ts";
 import { deferred } from "../deferred.ts";
-import { arrivesAsItIs, findUnsendable, where } from "../comm/unsendable.ts";
+import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
 import { describe, EncodeError, InvalidArgumentError, TaskError } from "../errors.ts";
 import type { PoolConfig } from "../pool/options.ts";
 import type { PutOptions, RunOptions, RunResult, TaskContext } from "../pool/types.ts";
@@ -66,10 +66,6 @@ export interface MapOptions {
 const FLUSH_ITEMS = 4096;
 /** A result of at least this many bytes (a typed array, a Buffer) is sent at once, alone or with those before it. */
 const LARGE_BYTES = 64 * 1024;
-
-/** Results each rank checks in full in each map (as `put` checks tasks), before it checks one in SAMPLED. */
-const FULLY_CHECKED = 1024;
-const SAMPLED = 16;
 
 /** What a map needs of its pool (pool.ts imports this file, so it names no Pool). */
 interface MapPool {
@@ -257,7 +253,7 @@ export async function mapOn<I, R>(
     return new ItemFailure(i, new EncodeError(`${what}; a result travels to the root, so return plain data`));
   };
   const keep = (i: number, v: unknown) => {
-    if ((checked++ < FULLY_CHECKED || checked % SAMPLED === 0) && !arrivesAsItIs(v)) throw untravelled(i, v);
+    if (sampledCheck(checked++) && !arrivesAsItIs(v)) throw untravelled(i, v);
     if (held.length === 0) lo = i;
     else if (i !== lo + held.length) {
       flush();

@@ -1,6 +1,6 @@
 import { ENV } from "../comm/env.ts";
 import { World } from "../comm/world.ts";
-import { findUnsendable, arrivesAsItIs, where } from "../comm/unsendable.ts";
+import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
 import {
   AbortError,
   ClosedError,
@@ -35,11 +35,6 @@ import {
 } from "./types.ts";
 
 type Stashed = [source: number, tag: number, body: Record<string, unknown>];
-
-/** Tasks from handlers `put` checks in full, in each pool on each rank, before it samples (see putFrom). */
-const FULLY_CHECKED_PUTS = 1024;
-/** After FULLY_CHECKED_PUTS, one task from handlers in this many is checked. */
-const SAMPLED_PUTS = 16;
 
 /** The tag of a bound's improvement in a pool's context (engines' tags are small numbers). */
 const BOUND_TAG = 1000;
@@ -149,9 +144,9 @@ export class Pool<T = unknown> {
   /** `put`, from a running task's `ctx.put` (`fromTask`) or from the app. */
   private putFrom(task: T, options: PutOptions | undefined, fromTask: boolean): void {
     // On any number of ranks, even one: a task that would not arrive as it is fails here, not once it moves.
-    // Every put from the app; from handlers, the hot path, the first FULLY_CHECKED_PUTS of each pool, then one
-    // in SAMPLED_PUTS (a handler's tasks come from a few lines of code: a bad shape shows in its first puts).
-    if (!fromTask || this.handlerPuts++ < FULLY_CHECKED_PUTS || this.handlerPuts % SAMPLED_PUTS === 0) {
+    // Every put from the app; from handlers, the hot path, a sample (sampledCheck): a handler's tasks come from
+    // a few lines of code, so a bad shape shows in its first puts.
+    if (!fromTask || sampledCheck(this.handlerPuts++)) {
       if (!arrivesAsItIs(task)) throw untravelled(task);
     }
     if (options === undefined && this.engine !== undefined) {
