@@ -44,9 +44,6 @@ function startTime(pid: number): string | undefined {
   }
 }
 
-/** This user's private parent of job folders under `root`; see privateFolder. */
-export const privateParent = privateFolder;
-
 /**
  * Makes this job's folder and writes who owns it, in this user's private parent under `root` (see above).
  * Before that, removes the folders there of launchers that died without cleaning up (killed together with
@@ -98,7 +95,7 @@ function readOwner(dir: string): string | undefined {
 
 /**
  * Removes the job folders in `parent` that no live launcher owns; returns the ones removed. Only `parent`
- * itself is trusted to be private (privateParent checked it): an entry is removed only if it is a real
+ * itself is trusted to be private (privateFolder checked it): an entry is removed only if it is a real
  * folder owned by this user, and `rmSync` unlinks links inside it without following them.
  */
 export function removeStaleJobFolders(parent: string): string[] {

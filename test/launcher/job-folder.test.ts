@@ -19,7 +19,8 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test, { type ExecutionContext } from "ava";
-import { makeJobFolder, privateParent, removeStaleJobFolders } from "../../launcher/job-folder.ts";
+import { makeJobFolder, removeStaleJobFolders } from "../../launcher/job-folder.ts";
+import { privateFolder } from "../../lib/internal.ts";
 import { needs } from "../helpers/needs.ts";
 import { fixture, run } from "../helpers/run.ts";
 
@@ -114,7 +115,7 @@ for (const [what, plant] of [
     chmodSync(root, 0o700); // the umask may have narrowed the 0755 above: set it again
     if (what.startsWith("open")) chmodSync(parent, 0o755);
     const before = lstatSync(parent);
-    t.true("why" in privateParent(root));
+    t.true("why" in privateFolder(root));
     const warnings: string[] = [];
     const dir = makeJobFolder(root, (w) => warnings.push(w));
     t.is(join(dir, ".."), root, "made with mkdtemp beside it");
