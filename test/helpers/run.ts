@@ -209,3 +209,10 @@ export function jsonLine(t: ExecutionContext, r: RunResult): Record<string, unkn
   t.is(lines.length, 1, r.stdout);
   return JSON.parse(lines[0] ?? "null") as Record<string, unknown>;
 }
+
+/** The JSON of every `[R] result {...}` line in `stdout` (one a rank, in the order printed). */
+export function resultLines<T>(stdout: string): T[] {
+  return linesOf(stdout)
+    .filter((l) => l.includes("] result "))
+    .map((l) => JSON.parse(l.slice(l.indexOf("result ") + "result ".length)) as T);
+}

@@ -9,7 +9,7 @@
 import test from "ava";
 import { DEFAULT_CONCURRENCY, INITIATIONS, TERMINATIONS } from "../../lib/pool/config.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
-import { fixture, run } from "../helpers/run.ts";
+import { fixture, resultLines, run } from "../helpers/run.ts";
 
 interface Line {
   readonly result: number;
@@ -49,10 +49,7 @@ for (const [n, pool, what, width] of CASES) {
       width,
     ]);
     t.is(r.code, 0, r.stderr);
-    const lines = r.stdout
-      .split("\n")
-      .filter((l) => l.includes("] result "))
-      .map((l) => JSON.parse(l.slice(l.indexOf("result ") + 7)) as Line);
+    const lines = resultLines<Line>(r.stdout);
     t.is(lines.length, n);
     const size = lines[0]?.size as number;
     const limit = pool.includes("retries") ? 1 : width === "default" ? DEFAULT_CONCURRENCY : Number(width);

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
-import { fixture, run } from "../helpers/run.ts";
+import { fixture, resultLines, run } from "../helpers/run.ts";
 
 interface Line {
   readonly result: number;
@@ -41,10 +41,7 @@ for (const [n, pool] of CASES) {
         dir,
       ]);
       t.is(r.code, 0, r.stderr);
-      const lines = r.stdout
-        .split("\n")
-        .filter((l) => l.includes("] result "))
-        .map((l) => JSON.parse(l.slice(l.indexOf("result ") + 7)) as Line);
+      const lines = resultLines<Line>(r.stdout);
       t.is(lines.length, n);
       const origins = lines.filter((l) => l.origin);
       t.is(origins.length, 1, "one rank ran the root");
