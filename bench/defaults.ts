@@ -20,11 +20,13 @@ import {
   ROOT,
   runJsonLines,
   scorecard,
+  start,
   type Suite,
   WORKPOOL_BIN,
 } from "./harness.ts";
 
 const PROGRAM = join(ROOT, "bench", "programs", "defaults-apps.ts");
+const KNAPSACK = join(ROOT, "examples", "knapsack.ts");
 const KINDS = ["tree", "bnb", "coarse", "io", "loop"] as const;
 /** The default pool (no --pool) first, then the other built-in shapes. */
 const CONFIGS = [undefined, "centralized", "centralized,coordinatorWorks=true", "distributed,initiation=lifeline"];
@@ -44,6 +46,37 @@ function makeFiles(): string {
     );
   }
   return dir;
+}
+
+interface AppResult {
+  readonly seconds: number;
+  readonly check: number;
+  readonly mode: string;
+}
+
+/**
+ * One run of `kind` on `np` ranks with the launcher flags `pool`. Branch and bound is the project's own example
+ * (examples/knapsack.ts, 48 items), read from its summary line; the others are programs/defaults-apps.ts.
+ */
+async function runApp(
+  kind: string,
+  np: number,
+  pool: readonly string[],
+  files: string,
+): Promise<AppResult | undefined> {
+  const launch = [WORKPOOL_BIN, "launch", "-n", String(np), "--no-prefix", ...pool];
+  if (kind !== "bnb") {
+    const extra = kind === "io" ? [files] : [];
+    const [json] = await runJsonLines(process.execPath, [...launch, PROGRAM, kind, ...extra], {
+      timeoutMs: TIMEOUT_MS,
+    });
+    return json as AppResult | undefined;
+  }
+  const out = await start("knapsack", process.execPath, [...launch, KNAPSACK, "--items", "48"], {
+    timeoutMs: TIMEOUT_MS,
+  }).exited;
+  const m = /best value (\d+), \d+ nodes explored \((\w+), \d+ ranks, ([\d.]+) s\)/.exec(out);
+  return m ? { check: Number(m[1]), mode: m[2] as string, seconds: Number(m[3]) } : undefined;
 }
 
 function parse(args: readonly string[]): { rounds: number; np: number } {
@@ -85,12 +118,7 @@ export const suite: Suite = {
           for (let c = 0; c < CONFIGS.length; c++) {
             const config = CONFIGS[(c + round) % CONFIGS.length];
             const pool = config === undefined ? [] : ["--pool", config];
-            const extra = kind === "io" ? [files] : [];
-            const [json] = (await runJsonLines(
-              process.execPath,
-              [WORKPOOL_BIN, "launch", "-n", String(np), "--no-prefix", ...pool, PROGRAM, kind, ...extra],
-              { timeoutMs: TIMEOUT_MS },
-            )) as { seconds: number; check: number; mode: string }[];
+            const json = await runApp(kind, np, pool, files);
             if (!json) throw new Error(`defaults: ${kind} under ${config ?? "the default pool"} printed no result`);
             const key = `${kind} ${config ?? "default"}`;
             best.set(key, Math.min(best.get(key) ?? Infinity, json.seconds));

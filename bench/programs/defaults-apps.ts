@@ -2,16 +2,15 @@
  * The apps of `npm run bench -- defaults`, each on `world.pool()` with no options (so the launcher's `--pool`
  * spec, or the default pool when none is given, decides), timed on rank 0 from a barrier to the end of the run:
  *
- *   defaults-apps.ts KIND [ARG]    KIND: tree, bnb, coarse, io (ARG: the folder of files), loop
+ *   defaults-apps.ts KIND [ARG]    KIND: tree, coarse, io (ARG: the folder of files), loop
  *
  * - tree: a binary task tree of depth 19 (1M nodes), each node ~1 us of arithmetic: fine-grained tasks that
  *   create tasks (UTS-like);
- * - bnb: 0/1 knapsack by branch and bound with the pool's shared bound (examples/knapsack.ts, 48 items);
  * - coarse: 40 synchronous tasks of 20-300 ms of real arithmetic (seeded), all put on rank 0;
  * - io: read and hash (SHA-256) every file of ARG, one async task a file, all put on rank 0;
  * - loop: `parallelFor` over 4M iterations of ~40 ns whose cost varies 10x across the range.
  *
- * Prints one JSON line on rank 0: `{"kind","mode","seconds","check"}`; `check` is the same whatever the pool
+ * (Branch and bound is examples/knapsack.ts itself, run by the suite.) Prints one JSON line on rank 0: `{"kind","mode","seconds","check"}`; `check` is the same whatever the pool
  * (a count, a sum, an optimum), so a wrong answer shows.
  */
 import { createHash } from "node:crypto";
@@ -42,44 +41,6 @@ async function tree(): Promise<number> {
     return 1;
   });
   return result ?? 0;
-}
-
-async function bnb(): Promise<number> {
-  const n = 48;
-  let state = 7;
-  const random = () => (state = (state * 1103515245 + 12345) % 2147483648) / 2147483648;
-  const items = Array.from({ length: n }, () => {
-    const w = 1 + Math.floor(random() * 10000);
-    return { w, v: w + 10 };
-  }).sort((a, b) => b.v / b.w - a.v / a.w);
-  const weights = Int32Array.from(items, (x) => x.w);
-  const values = Int32Array.from(items, (x) => x.v);
-  const capacity = Math.floor(weights.reduce((a, b) => a + b, 0) / 2);
-  type Node = { i: number; w: number; v: number };
-  const upper = (node: Node) => {
-    let { w, v } = node;
-    for (let i = node.i; i < n; i++) {
-      const wi = weights[i] as number;
-      if (w + wi <= capacity) {
-        w += wi;
-        v += values[i] as number;
-      } else return v + ((capacity - w) * (values[i] as number)) / wi;
-    }
-    return v;
-  };
-  const pool = world.pool<Node>();
-  const best = pool.bound("max", 0);
-  if (world.rank === 0) pool.put({ i: 0, w: 0, v: 0 });
-  await pool.run((node, ctx) => {
-    if (upper(node) <= best.value) return 0;
-    best.improve(node.v);
-    if (node.i === n) return 0;
-    const wi = weights[node.i] as number;
-    ctx.put({ i: node.i + 1, w: node.w, v: node.v });
-    if (node.w + wi <= capacity) ctx.put({ i: node.i + 1, w: node.w + wi, v: node.v + (values[node.i] as number) });
-    return 0;
-  });
-  return world.allreduce(best.value, "max");
 }
 
 async function coarse(): Promise<number> {
@@ -121,15 +82,13 @@ const t0 = performance.now();
 const check =
   kind === "tree"
     ? await tree()
-    : kind === "bnb"
-      ? await bnb()
-      : kind === "coarse"
-        ? await coarse()
-        : kind === "io"
-          ? await io(process.argv[3] as string)
-          : kind === "loop"
-            ? await loop()
-            : Number.NaN;
+    : kind === "coarse"
+      ? await coarse()
+      : kind === "io"
+        ? await io(process.argv[3] as string)
+        : kind === "loop"
+          ? await loop()
+          : Number.NaN;
 if (Number.isNaN(check)) throw new Error(`defaults-apps: unknown kind ${JSON.stringify(kind)}`);
 const seconds = (performance.now() - t0) / 1000;
 if (world.rank === 0) console.log(JSON.stringify({ kind, mode: world.pool().config.mode, seconds, check }));
