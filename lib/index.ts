@@ -41,6 +41,8 @@ export { Bound } from "./pool/bound.ts";
 export { Pool } from "./pool/pool.ts";
 export type { TaskOrder } from "./pool/queue.ts";
 export type {
+  GatherKey,
+  GatherOptions,
   PoolStats,
   PutOptions,
   RunOptions,

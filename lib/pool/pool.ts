@@ -14,6 +14,7 @@ import {
 import { REPORT, report } from "../runtime/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
+import { flushingAfter, type GatherBatch, Gathering, gatherRoot } from "./gather.ts";
 import { isTaskKey } from "./keys.ts";
 import { forEach } from "../loop/doall.ts";
 import { mapOn, type MapHandler, type MapOptions } from "../loop/map.ts";
@@ -28,6 +29,7 @@ import {
   type PoolStats,
   type PutOptions,
   type RunOptions,
+  type GatherKey,
   type RunResult,
   type StoppableRunResult,
   type TaskContext,
@@ -42,6 +44,8 @@ const BOUND_TAG = 1000;
 const ROOTS_TAG = 1001;
 /** The tag of a batch of `map` results on its way to the collecting rank (loop/map.ts). */
 const MAP_TAG = 1002;
+/** The tag of a batch of values tasks gave (`ctx.give`, gather.ts) in a pool's context. */
+const GATHER_TAG = 1003;
 
 /**
  * A workpool: tasks put on any rank run exactly once on some rank, and `run` resolves on every rank once none
@@ -74,6 +78,9 @@ export class Pool<T = unknown> {
   /** Where `map` results that arrive here go (loop/map.ts); until a map listens, they wait in mapStash. */
   private mapListener: ((source: number, body: Record<string, unknown>) => void) | undefined;
   private mapStash: [source: number, body: Record<string, unknown>][] = [];
+  /** The running (or ending) run's gathering, if it has the option `gather`; batches of later runs wait. */
+  private gathering: Gathering | undefined;
+  private gatherStash: [source: number, batch: GatherBatch][] = [];
 
   /** @internal use `world.pool()` */
   constructor(world: World, context: number, config: PoolConfig) {
@@ -113,6 +120,15 @@ export class Pool<T = unknown> {
       else this.mapStash.push([source, body]);
       return;
     }
+    if (tag === GATHER_TAG) {
+      const batch = body as unknown as GatherBatch;
+      if (this.gathering?.epoch === batch.e) this.gathering.receive(source, batch);
+      else if (batch.e > this.epoch) this.gatherStash.push([source, batch]);
+      // else: a batch of a run that failed here, or of a run without `gather` here (gather.ts: finish)
+      return;
+    }
+    // A rank that began a later run has ended this one: without its `done`, it was not gathering.
+    this.gathering?.heardFrom(source, body.e as number);
     if (tag === BOUND_TAG) {
       const i = body.b as number;
       const b = this.bounds[i];
@@ -238,8 +254,12 @@ export class Pool<T = unknown> {
         `run: option \`concurrency\` must be 1 with a pool that has \`retries\` (it commits between tasks); got ${concurrency}`,
       );
     }
-    if (this.engine) throw new InvalidArgumentError("run: this pool is already running; await the first run");
+    if (this.engine || this.gathering) {
+      throw new InvalidArgumentError("run: this pool is already running; await the first run");
+    }
     if (this.world.isClosed) throw new ClosedError("run: the world is closed");
+    const resilient = this.config.mode === "centralized" && this.config.retries > 0;
+    const gatherAt = gatherRoot(options.gather, this.world, this.config.coordinator, resilient);
     const stats = emptyStats(this.world.rank, this.config.mode);
     stats.tasksPut = this.pending.length;
     stats.startedAt = performance.timeOrigin + performance.now();
@@ -260,6 +280,19 @@ export class Pool<T = unknown> {
     const initial = this.pending;
     this.pending = [];
     if (this.epoch === 1 && this.world.size > 1) this.tellRoots(initial);
+    const gathering =
+      gatherAt === undefined
+        ? undefined
+        : new Gathering(this.world, gatherAt, this.epoch, name, (dest, batch) =>
+            this.world.postEncoded(dest, this.world.encode(this.context, GATHER_TAG, batch, "data")),
+          );
+    this.gathering = gathering;
+    const early = this.gatherStash;
+    this.gatherStash = [];
+    for (const [source, batch] of early) {
+      if (batch.e === this.epoch) gathering?.receive(source, batch);
+      else if (batch.e > this.epoch) this.gatherStash.push([source, batch]);
+    }
     /** The run ended because every task was done (not failed, not stopped): see ctx.put. */
     let completed = false;
     unrun.delete(this as Pool<unknown>);
@@ -281,8 +314,19 @@ export class Pool<T = unknown> {
         }
       },
       stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
+      give: (key: GatherKey, value: unknown) => {
+        if (!gathering) {
+          throw new InvalidArgumentError(
+            `give: ${name} run ${rt.epoch} has no option \`gather\`: pass { gather: true } to run to have tasks ` +
+              "give values by key",
+          );
+        }
+        if (this.runtime === rt && !ended.signal.aborted) gathering.give(key, value);
+      },
     };
-    const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx as TaskContext<T>, initial);
+    // Under `retries` a task's values go to the coordinator before its commit (gather.ts): sent as it returns.
+    const run = gathering && resilient && !gathering.collecting ? flushingAfter(handler, gathering) : handler;
+    const engine = engineFor<T>(rt, run as TaskHandler<T>, ctx as TaskContext<T>, initial);
     this.runtime = rt;
     this.engine = engine;
     const stashed = this.stash;
@@ -341,10 +385,18 @@ export class Pool<T = unknown> {
         }, 200)
       : undefined;
     progress?.unref();
+    let gathered: Map<GatherKey, unknown> | undefined;
     try {
-      await engine.done;
+      try {
+        await engine.done;
+      } catch (e) {
+        gathering?.close();
+        throw e;
+      }
       completed = !rt.stopped;
+      gathered = await gathering?.finish();
     } finally {
+      this.gathering = undefined;
       offFailure();
       offDeath();
       offLeave();
@@ -360,7 +412,8 @@ export class Pool<T = unknown> {
     }
     if (REPORT.progress) report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: 0 });
     if (REPORT.stats) report({ t: "stats", pool: name, run: this.epoch, config: this.config, stats });
-    return { ...stats, result: results.final?.[0] as R | undefined, stopped: rt.stopped };
+    const result = { ...stats, result: results.final?.[0] as R | undefined, stopped: rt.stopped };
+    return gathered ? { ...result, gathered } : result;
   }
 
   /** Before the first run: the digest of what this rank put to rank 0, which checks for the same roots everywhere. */
