@@ -13,7 +13,7 @@ import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
 import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
 import { checkSplitArguments, planSplit } from "./split.ts";
 import { Transport } from "./transport.ts";
-import { onRankDeath, onRankLeft } from "../runtime/deaths.ts";
+import { onRankDeath, onRankLeft } from "../control/deaths.ts";
 
 export { CONTEXT, type ContextListener } from "./router.ts";
 
@@ -71,7 +71,7 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   sockets, and a process that ends with status 0 anyway exits with status 1 and a message saying why, so the
  *   launcher brings the job down.
  * - A rank's death brings the job down, unless a pool asked the launcher to survive it (`retries`): the
- *   launcher then tells every rank left (lib/runtime/deaths.ts), all in the same order, and messaging goes on
+ *   launcher then tells every rank left (lib/control/deaths.ts), all in the same order, and messaging goes on
  *   without the dead rank. Its messages still on their way are dropped. `send` and `sendrecv` to it reject
  *   with RankFailedError (`rank`: its rank in the communicator called; the message names the call and why it
  *   died). In every communicator it was a member of, the receives waiting for it, and those waiting for ANY
@@ -251,7 +251,7 @@ export class World implements AsyncDisposable {
 
   /**
    * @internal World rank `rank` died, `why` says how (connect() wires the launcher's death notices here,
-   * lib/runtime/deaths.ts): see the class comment. Ranks are world ranks, on whichever communicator it is
+   * lib/control/deaths.ts): see the class comment. Ranks are world ranks, on whichever communicator it is
    * called. Idempotent per rank.
    */
   peerDied(rank: number, why: string): void {

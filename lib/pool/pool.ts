@@ -11,7 +11,7 @@ import {
   RankFailedError,
   StoppedError,
 } from "../errors.ts";
-import { REPORT, report } from "../runtime/report.ts";
+import { REPORT, report } from "../control/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
 import { isTaskKey } from "./keys.ts";
