@@ -104,7 +104,7 @@ function signalNumber(signal: NodeJS.Signals): number {
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
-  // Every connection of the job is authenticated with this key (lib/comm/keys.ts); it reaches the ranks in
+  // Every connection of the job is authenticated with this key (lib/comm/job-key.ts); it reaches the ranks in
   // their environment (remote ones: on their standard input), never on a command line. None with --insecure.
   const key = opts.insecure ? undefined : makeJobKey();
   const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);

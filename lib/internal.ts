@@ -5,7 +5,7 @@ export type { TransportKind } from "./comm/env.ts";
 export { ENV, rankEnvironment, readJobEnv } from "./comm/env.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
 export { addressFacing, resolveHost, tcpEndpoint } from "./comm/address.ts";
-export { formatJobKey, makeJobKey } from "./comm/keys.ts";
+export { formatJobKey, makeJobKey } from "./comm/job-key.ts";
 export { notPrivate, privateFolder, userId } from "./comm/private-folder.ts";
 export type { ControlAddress } from "./control/channel.ts";
 export { parseControlAddress } from "./control/channel.ts";

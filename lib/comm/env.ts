@@ -1,5 +1,5 @@
 import { BootstrapError } from "../errors.ts";
-import { type JobKey, parseJobKey } from "./keys.ts";
+import { type JobKey, parseJobKey } from "./job-key.ts";
 
 /**
  * Every environment variable of a job, in one table: lib/, launcher/ and bench/ read and set these names only
@@ -24,7 +24,7 @@ export const ENV = {
   ipcDir: "WORKPOOL_IPC_DIR",
   /** The launcher's `--pool SPEC`, unparsed; unset without one. */
   pool: "WORKPOOL_POOL",
-  /** The job's CURVE key pair (lib/comm/keys.ts), 80 characters; connect() removes it from the environment. */
+  /** The job's CURVE key pair (lib/comm/job-key.ts), 80 characters; connect() removes it from the environment. */
   key: "WORKPOOL_KEY",
   /** `1`: the job runs without CURVE and has no key (`workpool launch --insecure`). */
   insecure: "WORKPOOL_INSECURE",

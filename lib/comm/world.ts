@@ -6,7 +6,7 @@ import * as coll from "./collectives.ts";
 import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
 import { ENV, type JobEnv, readJobEnv } from "./env.ts";
 import { detectForeignLaunch, meetForeignJob } from "./foreign.ts";
-import { checkCurve } from "./keys.ts";
+import { checkCurve } from "./job-key.ts";
 import { ANY, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
 import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
