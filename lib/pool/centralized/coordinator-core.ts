@@ -4,7 +4,7 @@ import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
 import type { TaskKey } from "../keys.ts";
 import type { Engine, PoolRuntime } from "../runtime.ts";
-import { type Fail, TAG } from "./protocol.ts";
+import { type Fail, TAG } from "./plain-protocol.ts";
 
 /** What a coordinator knows of one worker, in both protocols. */
 export interface WorkerSlot {

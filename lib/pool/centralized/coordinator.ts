@@ -1,6 +1,6 @@
 import type { PendingPut, PoolRuntime } from "../runtime.ts";
 import { CoordinatorCore, type WorkerSlot } from "./coordinator-core.ts";
-import { type Status, TAG } from "./protocol.ts";
+import { type Status, TAG } from "./plain-protocol.ts";
 
 /** Expected Card Distribution defers a grant only when the faster worker is expected to finish this much sooner. */
 const ECD_MIN_GAIN_MS = 1;
@@ -22,7 +22,7 @@ interface WorkerState extends WorkerSlot {
   /** Sequence number of its latest status, and how many of its statuses arrived in all. */
   seq: number;
   statuses: number;
-  /** From its latest status: tasks run, kept, given back and sent in all (protocol.ts). */
+  /** From its latest status: tasks run, kept, given back and sent in all (plain-protocol.ts). */
   done: number;
   kept: number;
   given: number;

@@ -38,7 +38,7 @@
  * of r), hr (the root of each held task, aligned with hi), tr (of each task sent, aligned with t). A task put by
  * a task of root R has root R until a commit makes it a ledger task of its own; R is in the same commit's x.
  */
-import { TAG as PLAIN_TAG } from "./protocol.ts";
+import { TAG as PLAIN_TAG } from "./plain-protocol.ts";
 
 /** The plain protocol's tags, plus WATCHING, RESCIND and PUT (below). */
 export const TAG = { ...PLAIN_TAG, watching: 8, rescind: 9, put: 10 } as const;

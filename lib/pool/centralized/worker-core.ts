@@ -6,7 +6,7 @@ import type { TaskKey } from "../keys.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { askToStop, failToCoordinator, settleOnWord } from "./ending.ts";
-import { TAG } from "./protocol.ts";
+import { TAG } from "./plain-protocol.ts";
 
 /** Largest number of tasks a worker asks to hold. */
 export const MAX_CAPACITY = 8192;

@@ -4,7 +4,7 @@ import { Flight } from "../flight.ts";
 import { withResult } from "../results.ts";
 import type { PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
-import { type Status, TAG } from "./protocol.ts";
+import { type Status, TAG } from "./plain-protocol.ts";
 import { MAX_CAPACITY, WorkerCore } from "./worker-core.ts";
 
 /** Largest factor by which running dry raises the capacity computed from round trips. */
@@ -48,7 +48,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
    */
   private readonly out = new TaskBatch<T>();
   private boost = 1;
-  /** Tasks the coordinator asked this worker to hold (0: none asked), when it answers late (protocol.ts). */
+  /** Tasks the coordinator asked this worker to hold (0: none asked), when it answers late (plain-protocol.ts). */
   private hold = 0;
   /**
    * Async tasks in flight (PoolOptions `concurrency`). They count as held until they settle (the coordinator
