@@ -31,7 +31,7 @@
  *                                   off this worker's ledger already)
  * PUT      worker -> coordinator  { t: tasks, q?: priorities }  the app put these on the worker's rank during
  *                                   the run (not a task): into the queue, part of no commit
- * RELEASE, DONE, FAIL, STOP, STOPPED as in protocol.ts.
+ * RELEASE, DONE, FAIL, STOP, STOPPED as in plain-protocol.ts.
  *
  * With `speculate`, a commit keeps apart what each ledger task and the tasks it put since the last commit
  * produced, so that a copy that lost can be dropped whole: rr/rv (root ids and their partial results, instead
