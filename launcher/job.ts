@@ -104,7 +104,7 @@ function signalNumber(signal: NodeJS.Signals): number {
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
-  // Every connection of the job is authenticated with this key (lib/comm/keys.ts); it reaches the ranks in
+  // Every connection of the job is authenticated with this key (lib/comm/job-key.ts); it reaches the ranks in
   // their environment (remote ones: on their standard input), never on a command line. None with --insecure.
   const key = opts.insecure ? undefined : makeJobKey();
   const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
@@ -171,7 +171,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     if (survival.read(rank, msg)) return;
     if (msg.t === "error" && typeof msg.message === "string") {
       r.lastError = msg.message;
-      // A rank's uncaught error comes here instead of its stderr (lib/runtime/preload.ts): one stack per
+      // A rank's uncaught error comes here instead of its stderr (lib/control/preload.ts): one stack per
       // different message, so N ranks failing the same way (the same bad input, one task's TaskError that
       // every rank rethrows) print it once, from the first rank to report it.
       if (typeof msg.stack === "string" && !printedErrors.has(msg.message)) {
@@ -180,7 +180,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }
     } else if (msg.t === "leaving" && Array.isArray(msg.p)) {
-      // A rank closing its world, with what it began (lib/runtime/deaths.ts): passed on to every rank when it
+      // A rank closing its world, with what it began (lib/control/deaths.ts): passed on to every rank when it
       // began less of something than every leaver before it, so a correct job (every rank the same) sends one.
       closing.add(rank);
       const progress = new Map(msg.p as [number, number][]);

@@ -1,5 +1,5 @@
 import { ENV } from "../comm/env.ts";
-import { World } from "../comm/world.ts";
+import type { Communicator } from "../comm/world.ts";
 import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
 import {
   AbortError,
@@ -11,7 +11,7 @@ import {
   RankFailedError,
   StoppedError,
 } from "../errors.ts";
-import { REPORT, report } from "../runtime/report.ts";
+import { REPORT, report } from "../control/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
 import { flushingAfter, type GatherBatch, Gathering, gatherRoot } from "./gather.ts";
@@ -60,7 +60,7 @@ const GATHER_TAG = 1003;
 export class Pool<T = unknown> {
   /** The resolved configuration: the launcher's `--pool SPEC` overridden by code options, then defaults. */
   readonly config: PoolConfig;
-  private readonly world: World;
+  private readonly world: Communicator;
   private readonly context: number;
   private pending: PendingPut<T>[] = [];
   private engine: Engine<T> | undefined;
@@ -83,7 +83,7 @@ export class Pool<T = unknown> {
   private gatherStash: [source: number, batch: GatherBatch][] = [];
 
   /** @internal use `world.pool()` */
-  constructor(world: World, context: number, config: PoolConfig) {
+  constructor(world: Communicator, context: number, config: PoolConfig) {
     this.world = world;
     this.context = context;
     this.config = config;
@@ -543,27 +543,17 @@ function awaitRun(pool: Pool<unknown>): void {
   });
 }
 
-declare module "../comm/world.ts" {
-  interface World {
-    /**
-     * Creates a workpool. Options given here override the launcher's `--pool SPEC`; with neither, the pool is
-     * centralized. Every rank must create its pools in the same order. Throws ConfigError on bad options.
-     */
-    pool<T = unknown>(options?: PoolOptions): Pool<T>;
-  }
-}
-
-// Pools sit on top of messaging: `world.pool()` is defined here, so lib/comm imports nothing from lib/pool.
-World.prototype.pool = function pool<T>(this: World, options?: PoolOptions): Pool<T> {
-  this.checkOpen("pool");
+/** The body of `world.pool` (lib/world.ts): a pool on the world's next free context. */
+export function createPool<T>(world: Communicator, options?: PoolOptions): Pool<T> {
+  world.checkOpen("pool");
   let config: PoolConfig;
   try {
-    config = resolvePoolConfig(options, this.env.pool, this.size);
+    config = resolvePoolConfig(options, world.env.pool, world.size);
   } catch (e) {
-    throw specError(e, this.env.pool, this.size);
+    throw specError(e, world.env.pool, world.size);
   }
-  return new Pool<T>(this, this.allocateContext(), config);
-};
+  return new Pool<T>(world, world.allocateContext(), config);
+}
 
 /**
  * `workpool launch` checks `--pool` before any rank starts, but under mpirun or srun WORKPOOL_POOL reaches the

@@ -17,7 +17,7 @@ import { fixture, linesOf, run } from "../helpers/run.ts";
 // The idle watch would end this process if a test world sat idle for two checks: make them rare. It reads the
 // variable when the module loads, hence the dynamic imports.
 process.env.WORKPOOL_IDLE_CHECK_MS = String(2 ** 30);
-const { World } = await import("../../lib/comm/world.ts");
+const { Communicator: World } = await import("../../lib/comm/world.ts");
 const { ANY } = await import("../../lib/comm/matcher.ts");
 const { Transport: RealTransport } = await import("../../lib/comm/transport.ts");
 type World = InstanceType<typeof World>;
