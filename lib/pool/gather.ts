@@ -18,7 +18,7 @@
  * reached the root; a task re-run after a death gives its keys again, and the root keeps the first value of a
  * key. So does a run without retries: a key given twice keeps its first value (give each key once).
  */
-import type { World } from "../comm/world.ts";
+import type { Communicator } from "../comm/world.ts";
 import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
 import { deferred } from "../deferred.ts";
 import { describe, EncodeError, InvalidArgumentError } from "../errors.ts";
@@ -40,7 +40,7 @@ export interface GatherBatch {
 /** Resolves the run option `gather` to the root's rank, or undefined without it; checks it up front. */
 export function gatherRoot(
   option: boolean | GatherOptions | undefined,
-  world: World,
+  world: Communicator,
   coordinator: number,
   resilient: boolean,
 ): number | undefined {
@@ -79,7 +79,7 @@ export class Gathering {
   private closed = false;
 
   constructor(
-    private readonly world: World,
+    private readonly world: Communicator,
     private readonly root: number,
     readonly epoch: number,
     private readonly pool: string,
