@@ -286,15 +286,24 @@ export async function runJob(opts: JobOptions): Promise<number> {
           const now = Date.now();
           const s = heartbeatMs / 1000;
           const dueMs = (r: Rank) => firstRecordDueMs(heartbeatMs, r.remote, startMs);
+          // A rank not heard from yet whose process is stopped is not starting: overdue after heartbeatMs, as a
+          // rank that stopped answering is, not after the allowance for a slow start.
+          const stoppedAtStart = (r: Rank) =>
+            !r.heard && now - r.lastHeard > heartbeatMs && (r.process.stopped?.() ?? false);
           const isSilent = (r: Rank) =>
-            !r.exited && !survival.isDead(r.rank) && now - r.lastHeard > (r.heard ? heartbeatMs : dueMs(r));
+            !r.exited &&
+            !survival.isDead(r.rank) &&
+            (now - r.lastHeard > (r.heard ? heartbeatMs : dueMs(r)) || stoppedAtStart(r));
+          const silentWhy = (r: Rank) =>
+            r.heard
+              ? `sent no heartbeat for ${s} s`
+              : stoppedAtStart(r)
+                ? `was stopped before its first record, ${seconds(now - r.lastHeard)} s after it started`
+                : `did not start within ${seconds(dueMs(r))} s`;
           let silent = ranks.find(isSilent);
           while (silent && survival.survives(silent.rank)) {
             silent.process.signal("SIGKILL");
-            survival.died(
-              silent.rank,
-              silent.heard ? `sent no heartbeat for ${s} s` : `did not start within ${seconds(dueMs(silent))} s`,
-            );
+            survival.died(silent.rank, silentWhy(silent));
             silent = ranks.find(isSilent);
           }
           if (!silent) return;
@@ -311,7 +320,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
           stopReason = silent.heard
             ? `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
               `stretch that long; --heartbeat SECONDS to change, 0 for none); ${stopping}`
-            : `workpool: ${where(silent.rank)} did not start within ${seconds(dueMs(silent))} s (${notStarted}); ${stopping}`;
+            : stoppedAtStart(silent)
+              ? `workpool: ${where(silent.rank)} ${silentWhy(silent)} (its process is stopped: SIGSTOP, or a ` +
+                `debugger; --heartbeat SECONDS to change, 0 for none); ${stopping}`
+              : `workpool: ${where(silent.rank)} did not start within ${seconds(dueMs(silent))} s (${notStarted}); ${stopping}`;
           exitStatus = 1;
           // A stopped rank acts on no SIGTERM: it would hold the job for the grace, to go only by SIGKILL.
           silent.process.signal("SIGKILL");
