@@ -6,19 +6,9 @@
  * `gather` are told so instead of waiting for good.
  */
 import test, { type ExecutionContext } from "ava";
-import { fixture, linesOf, run, runAlone } from "../helpers/run.ts";
+import { asRank0, fixture, labelled, run, runAlone } from "../helpers/run.ts";
 
 const GATHER = fixture("gather.ts");
-
-/** The value of every `[rank] label json` line, by rank. */
-function labelled(stdout: string, label: string): Map<number, Record<string, unknown>> {
-  const out = new Map<number, Record<string, unknown>>();
-  for (const l of linesOf(stdout)) {
-    const m = /^\[(\d+)\] (\S+) (.*)$/.exec(l);
-    if (m && m[2] === label) out.set(Number(m[1]), JSON.parse(m[3] as string) as Record<string, unknown>);
-  }
-  return out;
-}
 
 const WHOLE = { ok: true, size: 3000, wrong: -1 };
 
@@ -59,13 +49,7 @@ test("every key once with its value, in both modes, on any rank; misuse named: -
 test("a plain one-rank program, without the launcher", async (t) => {
   const r = await runAlone(GATHER);
   t.is(r.code, 0, r.stderr);
-  checkGathers(
-    t,
-    linesOf(r.stdout)
-      .map((l) => `[0] ${l}`)
-      .join("\n"),
-    1,
-  );
+  checkGathers(t, asRank0(r.stdout), 1);
 });
 
 test("a worker SIGKILLed mid-run under retries: every key once, none lost", async (t) => {
