@@ -1,61 +1,55 @@
 /**
- * Every pool default, and the names of the strategies a pool can be configured with. The names are the keys
- * of the strategy registries (`balance/registry.ts`, `partner/registry.ts`, `termination/registry.ts`), so
- * a new strategy is its file and its registry line; every list of strategies elsewhere (help text,
- * `workpool compare`, tests, benchmarks) derives from the arrays here.
+ * Every pool default, and the names of the strategies a pool can be configured with. The names are literal
+ * unions that the strategy registries (`balance/registry.ts`, `partner/registry.ts`,
+ * `termination/registry.ts`) must satisfy key for key, and the tables of who reads `partner` and `topology`
+ * are checked against what each strategy declares it reads (`reads`, test/pool/strategies.test.ts). This
+ * module imports no strategy: the strategies' types reach the pool's configuration types, which import the
+ * names from here, and the module graph has no cycle, type-only imports included (test/structure). Every list
+ * of strategies elsewhere (help text, `workpool compare`, tests, benchmarks) derives from these arrays.
  */
-import { INITIATION_STRATEGIES } from "./balance/registry.ts";
-import { PARTNER_POLICIES } from "./partner/registry.ts";
 import type { TaskOrder } from "./queue.ts";
-import type { StrategyInfo, StrategyOption } from "./strategy.ts";
-import { TERMINATION_DETECTORS } from "./termination/registry.ts";
 
 export type PoolMode = "centralized" | "distributed";
 export const MODES = ["centralized", "distributed"] as const satisfies readonly PoolMode[];
 export const ORDERS = ["lifo", "fifo"] as const satisfies readonly TaskOrder[];
 
-/** Distributed: who starts a transfer (one file each in `balance/`, named by its registry). */
-export type Initiation = keyof typeof INITIATION_STRATEGIES;
-export const INITIATIONS = Object.keys(INITIATION_STRATEGIES) as readonly Initiation[];
-/** Distributed: whom a rank asks or pushes to (one file each in `partner/`, named by its registry). */
-export type PartnerPolicy = keyof typeof PARTNER_POLICIES;
-export const PARTNERS = Object.keys(PARTNER_POLICIES) as readonly PartnerPolicy[];
-/** Distributed: how the end of a run is detected (one file each in `termination/`, named by its registry). */
-export type TerminationDetector = keyof typeof TERMINATION_DETECTORS;
-export const TERMINATIONS = Object.keys(TERMINATION_DETECTORS) as readonly TerminationDetector[];
-/** Distributed: the graphs of the strategies that read `topology` (`topology.ts`). */
+/** Distributed: who starts a transfer (one file each in `balance/`). */
+export const INITIATIONS = ["receiver", "sender", "diffusion", "ripple", "lifeline"] as const;
+export type Initiation = (typeof INITIATIONS)[number];
+/**
+ * The initiations that pick partners with the `partner` policy (their descriptors read `partner`). The others
+ * bring their own graph: diffusion balances with its neighbours in `topology`, Ripple along a spanning tree,
+ * lifeline steals from random victims and then waits on its lifelines (a base-4 hypercube).
+ */
+export const PARTNERED: { readonly [K in Initiation]: boolean } = {
+  receiver: true,
+  sender: true,
+  diffusion: false,
+  ripple: false,
+  lifeline: false,
+};
+/** Distributed: whom a rank asks or pushes to (one file each in `partner/`). */
+export const PARTNERS = ["round-robin", "random", "ring", "neighbours"] as const;
+export type PartnerPolicy = (typeof PARTNERS)[number];
+/** Distributed: the graph of the strategies that read `topology` (`topology.ts`). */
 export const TOPOLOGIES = ["hypercube", "torus", "ring"] as const;
 export type Topology = (typeof TOPOLOGIES)[number];
+/** Distributed: how the end of a run is detected (one file each in `termination/`). */
+export const TERMINATIONS = ["token-ring", "tree"] as const;
+export type TerminationDetector = (typeof TERMINATIONS)[number];
 
-const reads = (s: Pick<StrategyInfo, "reads">, option: StrategyOption): boolean => s.reads?.includes(option) ?? false;
-
-/**
- * The initiations that pick partners with the `partner` policy (their descriptors say they read it). The
- * others bring their own graph: diffusion balances with its neighbours in `topology`, Ripple along a spanning
- * tree, lifeline steals from random victims and then waits on its lifelines (a base-4 hypercube).
- */
-export const PARTNERED = Object.fromEntries(
-  INITIATIONS.map((i) => [i, reads(INITIATION_STRATEGIES[i], "partner")]),
-) as { readonly [K in Initiation]: boolean };
-
-/** The strategies that read `topology`, as `option name` pairs: partner policies first, then initiations. */
-export const TOPOLOGY_READERS: readonly { readonly option: "partner" | "initiation"; readonly name: string }[] = [
-  ...PARTNERS.filter((p) => reads(PARTNER_POLICIES[p], "topology")).map((name) => ({
-    option: "partner" as const,
-    name,
-  })),
-  ...INITIATIONS.filter((i) => reads(INITIATION_STRATEGIES[i], "topology")).map((name) => ({
-    option: "initiation" as const,
-    name,
-  })),
+/** The strategies that read `topology` (their descriptors say so): partner policies first, then initiations. */
+export const TOPOLOGY_READERS: readonly (
+  | { readonly option: "partner"; readonly name: PartnerPolicy }
+  | { readonly option: "initiation"; readonly name: Initiation }
+)[] = [
+  { option: "partner", name: "neighbours" },
+  { option: "initiation", name: "diffusion" },
 ];
 
 /** Whether a distributed configuration reads `topology`: its initiation does, or its partner policy. */
 export function readsTopology(c: { readonly initiation: Initiation; readonly partner?: PartnerPolicy }): boolean {
-  return (
-    reads(INITIATION_STRATEGIES[c.initiation], "topology") ||
-    (c.partner !== undefined && reads(PARTNER_POLICIES[c.partner], "topology"))
-  );
+  return TOPOLOGY_READERS.some((r) => (r.option === "initiation" ? r.name === c.initiation : r.name === c.partner));
 }
 
 /** One distributed configuration; `partner` only for the initiations that use one (PARTNERED). */

@@ -6,8 +6,10 @@
  * message it sends, and a factory) that its folder's registry names. The engine numbers every kind of every
  * strategy in the run's configuration (the same on every rank, since every rank has the same configuration),
  * sends by kind, and routes each arriving tag to the strategy that declared it. So a new strategy touches its
- * own file and one registry line: the option names (`config.ts`), `--help`, `workpool compare`'s defaults and
- * the option checks derive from the registries, and the docs' lists are checked against them by tests.
+ * own file, one registry line, and its name in `config.ts` (with, if it reads `partner` or `topology`, its
+ * row in PARTNERED or TOPOLOGY_READERS there): the registries' types and test/pool/strategies.test.ts hold
+ * those against the strategies; every other list (`--help`, `workpool compare`'s defaults, the option checks,
+ * benches, tests) derives from config.ts, and tests hold the docs' lists against it.
  *
  * Everything runs on the rank's one thread: a strategy's calls happen between tasks, never during one.
  * Strategies must not depend on the order in which messages arrive (test/pool/simulation.test.ts runs them

@@ -18,6 +18,7 @@ import { ENGINE_MESSAGES, ENGINE_TASK_MESSAGES, protocolFor } from "../../lib/po
 import { PARTNER_POLICIES } from "../../lib/pool/partner/registry.ts";
 import { TERMINATION_DETECTORS } from "../../lib/pool/termination/registry.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
+import type { StrategyInfo } from "../../lib/pool/strategy.ts";
 import { startWorkpool } from "../helpers/run.ts";
 
 test("the registries hold exactly the names config.ts lists, in the same order", (t) => {
@@ -59,6 +60,23 @@ test("docs/distributed.md names every strategy in its option table", (t) => {
   for (const name of INITIATIONS) t.true(row("initiation").includes(`\`${name}\``), `initiation ${name}`);
   for (const name of PARTNERS) t.true(row("partner").includes(`\`${name}\``), `partner ${name}`);
   for (const name of TERMINATIONS) t.true(row("termination").includes(`\`${name}\``), `termination ${name}`);
+});
+
+test("PARTNERED and TOPOLOGY_READERS say what the strategies declare they read", (t) => {
+  for (const i of INITIATIONS) {
+    const reads = (INITIATION_STRATEGIES[i] as StrategyInfo).reads ?? [];
+    t.is(PARTNERED[i], reads.includes("partner"), `initiation ${i} reads partner`);
+  }
+  const declared = [
+    ...PARTNERS.filter((p) => PARTNER_POLICIES[p].reads?.includes("topology")).map((name) => `partner ${name}`),
+    ...INITIATIONS.filter((i) => (INITIATION_STRATEGIES[i] as StrategyInfo).reads?.includes("topology")).map(
+      (name) => `initiation ${name}`,
+    ),
+  ];
+  t.deepEqual(
+    TOPOLOGY_READERS.map((r) => `${r.option} ${r.name}`),
+    declared,
+  );
 });
 
 test("docs/distributed.md counts the combinations and names the strategies that read partner and topology", (t) => {

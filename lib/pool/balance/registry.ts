@@ -1,3 +1,4 @@
+import type { Initiation } from "../config.ts";
 import type { InitiationStrategy } from "../strategy.ts";
 import { diffusion } from "./diffusion.ts";
 import { lifeline } from "./lifeline.ts";
@@ -5,11 +6,11 @@ import { receiver } from "./receiver.ts";
 import { ripple } from "./ripple.ts";
 import { sender } from "./sender.ts";
 
-/** Initiation strategies by the name the `initiation` option uses (config.ts takes the names from here). */
-export const INITIATION_STRATEGIES = {
+/** Initiation strategies by the name the `initiation` option uses (config.ts lists the names). */
+export const INITIATION_STRATEGIES: { readonly [K in Initiation]: InitiationStrategy } = {
   receiver,
   sender,
   diffusion,
   ripple,
   lifeline,
-} as const satisfies Readonly<Record<string, InitiationStrategy>>;
+};
