@@ -22,7 +22,9 @@ export {
   PARTNERED,
   PARTNERS,
   TERMINATIONS,
+  readsTopology,
   TOPOLOGIES,
+  TOPOLOGY_READERS,
 } from "./pool/config.ts";
 export { parsePoolSpec, resolvePoolConfig } from "./pool/options.ts";
 export { PARTNER_POLICIES } from "./pool/partner/registry.ts";
