@@ -1,4 +1,5 @@
-import * as zmq from "zeromq";
+import type * as Zmq from "zeromq";
+import { zmq } from "./zmq.ts";
 import { BootstrapError } from "../errors.ts";
 
 /**
@@ -62,7 +63,7 @@ export function checkCurve(): void {
  * Socket options of a CURVE server holding the job's key (a rank's inbox, the rendezvous); none for a job
  * started without security (`workpool launch --insecure`: no key).
  */
-export function serverOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {
+export function serverOptions(key: JobKey | undefined): Partial<Zmq.SocketOptions<Zmq.Socket>> {
   const bounded = { handshakeInterval: HANDSHAKE_DEADLINE_MS };
   return key
     ? { ...bounded, curveServer: true, curveSecretKey: key.secretKey, curvePublicKey: key.publicKey }
@@ -78,6 +79,6 @@ export function serverOptions(key: JobKey | undefined): Partial<zmq.SocketOption
 export const HANDSHAKE_DEADLINE_MS = 5000;
 
 /** Socket options of a CURVE client of the job (a rank's connection to another, to the rendezvous); see above. */
-export function clientOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {
+export function clientOptions(key: JobKey | undefined): Partial<Zmq.SocketOptions<Zmq.Socket>> {
   return key ? { curveServerKey: key.publicKey, curvePublicKey: key.publicKey, curveSecretKey: key.secretKey } : {};
 }

@@ -1,4 +1,4 @@
-import * as zmq from "zeromq";
+import { zmq } from "./zmq.ts";
 import { BootstrapError } from "../errors.ts";
 import { pack, unpack } from "./codec.ts";
 import { ENV } from "./env.ts";

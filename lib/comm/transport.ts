@@ -1,4 +1,5 @@
-import * as zmq from "zeromq";
+import type * as Zmq from "zeromq";
+import { zmq } from "./zmq.ts";
 import { HEADER_BYTES } from "./codec.ts";
 import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
 import { ownSocket } from "./zmq-activity.ts";
@@ -60,7 +61,7 @@ interface Arriving {
 }
 
 interface Outbox {
-  readonly socket: zmq.Push;
+  readonly socket: Zmq.Push;
   /** Frames ready to go, oldest first from `head`; all of them were queued before the open frame. */
   frames: (Outgoing | undefined)[];
   head: number;
@@ -79,7 +80,7 @@ interface Outbox {
 
 export class Transport {
   readonly endpoint: string;
-  private readonly inbox: zmq.Pull;
+  private readonly inbox: Zmq.Pull;
   /** Socket options of this rank's connections to others: CURVE clients of the job's key, if it has one. */
   private readonly clientOptions: ReturnType<typeof clientOptions>;
   /** The largest piece of a large message's body: PIECE_BYTES under CURVE, else the body whole. */
@@ -93,7 +94,7 @@ export class Transport {
   private sendError: Error | undefined;
   private closed = false;
 
-  private constructor(inbox: zmq.Pull, endpoint: string, key: JobKey | undefined) {
+  private constructor(inbox: Zmq.Pull, endpoint: string, key: JobKey | undefined) {
     this.inbox = inbox;
     this.endpoint = endpoint;
     this.clientOptions = clientOptions(key);
