@@ -1,5 +1,5 @@
 import type * as Zmq from "zeromq";
-import { zmq } from "./zmq.ts";
+import { loadZmq } from "./zmq.ts";
 import { BootstrapError } from "../errors.ts";
 
 /**
@@ -28,7 +28,7 @@ const Z85_KEY = /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/;
 /** A new key pair for a job. BootstrapError if this ZeroMQ build has no CURVE. */
 export function makeJobKey(): JobKey {
   checkCurve();
-  return zmq.curveKeyPair();
+  return loadZmq().curveKeyPair();
 }
 
 /** The 80-character text of a key (WORKPOOL_KEY). */
@@ -51,6 +51,7 @@ export function parseJobKey(text: string, source: string): JobKey {
 
 /** BootstrapError unless the zeromq package was built with CURVE (libsodium or tweetnacl). */
 export function checkCurve(): void {
+  const zmq = loadZmq();
   if (!zmq.capability.curve) {
     throw new BootstrapError(
       `this zeromq build (libzmq ${zmq.version}) has no CURVE security, which workpool needs to authenticate a ` +

@@ -1,8 +1,10 @@
 import type * as Zmq from "zeromq";
-import { zmq } from "./zmq.ts";
+import { loadZmq } from "./zmq.ts";
 import { HEADER_BYTES } from "./codec.ts";
 import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
 import { ownSocket } from "./zmq-activity.ts";
+
+const zmq = loadZmq();
 
 /**
  * The wire: one PULL inbox per rank, and one PUSH socket per peer this rank sends to (connected lazily,

@@ -1,5 +1,7 @@
 import type * as Zmq from "zeromq";
-import { zmq } from "./zmq.ts";
+import { loadZmq } from "./zmq.ts";
+
+const zmq = loadZmq();
 
 /**
  * How many sends and receives the app has waiting on ZeroMQ sockets of its own (not the job's: see `ownSocket`).
