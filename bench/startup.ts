@@ -132,7 +132,7 @@ async function timeAll(commands: readonly Command[], repeat: number): Promise<Ma
 async function ensureBuild(): Promise<void> {
   const state = buildState(ROOT);
   if (state === "fresh") return;
-  process.stdout.write(`# dist/ is ${state}: building it (tsc -p tsconfig.build.json)\n`);
+  process.stdout.write(`# dist/ is ${state}: building it (npm run build: tsc, then bin/bundle.js)\n`);
   const tsc = new URL("../node_modules/typescript/bin/tsc", import.meta.url).pathname;
   try {
     await start("tsc", process.execPath, [tsc, "-p", "tsconfig.build.json"], { timeoutMs: 300_000 }).exited;
@@ -140,6 +140,8 @@ async function ensureBuild(): Promise<void> {
     // tsc writes dist/ even with type errors: the figures stand if it did.
     process.stdout.write(`# the build reported errors: ${(e as Error).message.split("\n")[0]}\n`);
   }
+  const bundle = new URL("../bin/bundle.js", import.meta.url).pathname;
+  await start("bundle", process.execPath, [bundle], { timeoutMs: 300_000 }).exited;
   if (buildState(ROOT) !== "fresh") throw new Error("dist/ could not be built; see npm run build");
 }
 
