@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
-import { ENV, formatJobKey, makeJobKey, serveRendezvous, tcpEndpoint, type TransportKind } from "../lib/internal.ts";
+import { ENV, formatJobKey, makeJobKey, tcpEndpoint, type TransportKind } from "../lib/internal-start.ts";
 import type { RankLauncherFactory, RankProcess } from "./backend.ts";
 import { LocalLauncher } from "./backends/local.ts";
 import { type ControlRecord, ControlServer } from "./control-server.ts";
@@ -104,9 +104,12 @@ function signalNumber(signal: NodeJS.Signals): number {
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
+  // A job of one rank has no connections to make: no rendezvous, no key, and the launcher loads no zeromq (the
+  // rank's connect() returns its world of one at once, as without a launcher).
+  const alone = opts.np === 1;
   // Every connection of the job is authenticated with this key (lib/comm/job-key.ts); it reaches the ranks in
   // their environment (remote ones: on their standard input), never on a command line. None with --insecure.
-  const key = opts.insecure ? undefined : makeJobKey();
+  const key = opts.insecure || alone ? undefined : makeJobKey();
   const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
   // Ranks on other hosts meet over TCP at the launcher's address that faces them.
   const transport = backend.rendezvousHost !== undefined ? "tcp" : opts.transport;
@@ -116,10 +119,12 @@ export async function runJob(opts: JobOptions): Promise<number> {
       : transport === "ipc"
         ? `ipc://${dir}/rendezvous`
         : "tcp://127.0.0.1:*";
-  const rendezvous = await serveRendezvous(opts.np, rendezvousAddress, key);
+  const rendezvous = alone
+    ? undefined
+    : await (await import("../lib/internal.ts")).serveRendezvous(opts.np, rendezvousAddress, key);
   // Once every rank has its table, nobody has anything to say to the rendezvous: stop listening, so that its
   // port is open to strangers only while the job starts.
-  rendezvous.complete.then(
+  rendezvous?.complete.then(
     () => rendezvous.close(true),
     () => {},
   );
@@ -229,9 +234,9 @@ export async function runJob(opts: JobOptions): Promise<number> {
     ...opts.forward,
     [ENV.size]: String(opts.np),
     [ENV.job]: jobId,
-    [ENV.rendezvous]: rendezvous.endpoint,
+    ...(rendezvous ? { [ENV.rendezvous]: rendezvous.endpoint } : {}),
     [ENV.transport]: transport,
-    ...(key ? { [ENV.key]: formatJobKey(key) } : { [ENV.insecure]: "1" }),
+    ...(key ? { [ENV.key]: formatJobKey(key) } : alone ? {} : { [ENV.insecure]: "1" }),
     [ENV.ipcDir]: dir,
     [ENV.control]: control.address,
     [ENV.token]: token,
@@ -402,7 +407,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
   process.off("SIGHUP", onSignal);
-  rendezvous.close();
+  rendezvous?.close();
   progress?.stop();
   survival.finish((text) => process.stderr.write(text));
   if (opts.trace && traceDir) {

@@ -1,16 +1,11 @@
-/** Internals the launcher, benchmarks and tests need. Not part of the stable API. */
+/**
+ * Internals the launcher, benchmarks and tests need: those of internal-start.ts (what starting ranks takes) and
+ * the rendezvous, the codec and the pool options. Not part of the stable API.
+ */
 
+export * from "./internal-start.ts";
 export { pack, unpack } from "./comm/codec.ts";
-export type { TransportKind } from "./comm/env.ts";
-export { ENV, rankEnvironment, readJobEnv } from "./comm/env.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
-export { addressFacing, resolveHost, tcpEndpoint } from "./comm/address.ts";
-export { formatJobKey, makeJobKey } from "./comm/job-key.ts";
-export { notPrivate, privateFolder, userId } from "./comm/private-folder.ts";
-export type { ControlAddress } from "./control/channel.ts";
-export { parseControlAddress } from "./control/channel.ts";
-export type { RankDeathListener } from "./control/deaths.ts";
-export { onRankDeath } from "./control/deaths.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
 export {
   comboFromName,

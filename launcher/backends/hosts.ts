@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { constants } from "node:os";
 import type { Writable } from "node:stream";
-import { ENV, tcpEndpoint } from "../../lib/internal.ts";
+import { ENV, tcpEndpoint } from "../../lib/internal-start.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 import { isLocalHost } from "../hosts.ts";
 import { LocalLauncher } from "./local.ts";

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { rankEnvironment } from "../../lib/internal.ts";
+import { rankEnvironment } from "../../lib/internal-start.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 
 /**

@@ -617,7 +617,12 @@ export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W):
   // The job's key is this process's to use, not its children's: a process the app starts is no rank.
   delete process.env[ENV.key];
   const world = make(env);
-  if (env.size === 1 && !env.rendezvous) return world;
+  if (env.size === 1 && !env.rendezvous) {
+    // `workpool launch -n 1` serves no rendezvous: a world of one has no connection to make. Its rank is still
+    // held to close(), as every rank of a launched job is: an app that passes at -n 1 then runs on -n 16 too.
+    if (env.job !== "local") requireClose(world, env);
+    return world;
+  }
   const rendezvous = env.rendezvous as string;
   const key = env.key;
   if (key) checkCurve();
@@ -654,25 +659,32 @@ export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W):
     // Deaths the launcher survives (a pool with retries asked it to): the world goes on among the others.
     onRankDeath((rank, why) => world.peerDied(rank, why));
     onRankLeft((rank, progress) => world.peerLeft(rank, progress));
-    // close() is collective: a rank that ends without it would leave the others waiting there for good, so
-    // such an end is a failure, with a message the launcher passes on when it brings the job down.
-    process.once("exit", (code) => {
-      // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
-      if (code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
-      const failure = world.failure;
-      if (failure) {
-        // The app caught the failure and ended normally: the others would wait for this rank for good.
-        process.stderr.write(`workpool: ${failure.message}\n`);
-        process.exitCode = 1;
-        return;
-      }
-      if (world.isClosed) return;
-      process.stderr.write(
-        `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
-          "collective, like MPI_Finalize: the others wait there for this rank)\n",
-      );
-      process.exitCode = 1;
-    });
+    requireClose(world, env);
   }
   return world;
+}
+
+/**
+ * close() is collective: a rank that ends without it would leave the others waiting there for good, so such an
+ * end is a failure, with a message the launcher passes on when it brings the job down.
+ */
+function requireClose(world: Communicator, env: JobEnv): void {
+  process.once("exit", (code) => {
+    // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
+    if (code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
+    const failure = world.failure;
+    if (failure) {
+      // The app caught the failure and ended normally: the others would wait for this rank for good.
+      process.stderr.write(`workpool: ${failure.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    if (world.isClosed) return;
+    const others = env.size === 1 ? "on more ranks, the others would wait there" : "the others wait there";
+    process.stderr.write(
+      `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
+        `collective, like MPI_Finalize: ${others} for this rank)\n`,
+    );
+    process.exitCode = 1;
+  });
 }
