@@ -3,8 +3,8 @@
 // links each file on its own: a rank loaded about 80 of them, the launcher 30 before it started a rank. Bundled,
 // each rank starts about 25 ms of CPU sooner (64 ranks on 2 cores: 0.8 s), and so does the launcher's first rank.
 //
-// The entry points keep their paths (dist/lib/index.js, internal.js, internal-start.js, runtime/boot.js,
-// runtime/preload.js, dist/launcher/cli.js), so package.json's exports, bin/workpool.js and the preload's path
+// The entry points keep their paths (dist/lib/index.js, internal.js, internal-start.js, control/boot.js,
+// control/preload.js, dist/launcher/cli.js), so package.json's exports, bin/workpool.js and the preload's path
 // are unchanged; the code they share is in dist/chunks/, one copy, so the preload and the app see the same module
 // instances. dist/chunks/ is as deep as dist/launcher/, so launcher/loader.ts finds the preload and the package
 // folder from its import.meta.url whichever of the two its code lands in. The types stay tsc's
@@ -19,8 +19,8 @@ const ENTRIES = [
   "lib/index.js",
   "lib/internal.js",
   "lib/internal-start.js",
-  "lib/runtime/boot.js",
-  "lib/runtime/preload.js",
+  "lib/control/boot.js",
+  "lib/control/preload.js",
   "launcher/cli.js",
 ];
 const MARK = "// workpool: bundled by bin/bundle.js";

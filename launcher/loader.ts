@@ -38,11 +38,11 @@ const PRELOAD = new URL(FROM_SOURCE ? "../lib/control/preload.ts" : "../lib/cont
 
 /**
  * Loaded before the preload, on its own: it moves a remote rank's job variables into the environment
- * (lib/runtime/boot.ts). The preload imports it first too, but in dist/ the preload is bundled (bin/bundle.js),
+ * (lib/control/boot.ts). The preload imports it first too, but in dist/ the preload is bundled (bin/bundle.js),
  * and a bundle's shared chunks are evaluated before its own first line: a module that reads the environment
  * when it loads (report.ts) would read it before the job variables are there.
  */
-const BOOT = new URL(FROM_SOURCE ? "../lib/runtime/boot.ts" : "../lib/runtime/boot.js", import.meta.url).href;
+const BOOT = new URL(FROM_SOURCE ? "../lib/control/boot.ts" : "../lib/control/boot.js", import.meta.url).href;
 
 const TYPESCRIPT = /\.[cm]?tsx?$/;
 

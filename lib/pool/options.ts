@@ -38,7 +38,11 @@ export type { Initiation, PartnerPolicy, PoolMode, TerminationDetector, Topology
 
 /** Options of a pool, from code (`world.pool(options)`) or from `workpool launch --pool SPEC`. */
 export interface PoolOptions {
-  /** Where the task queue lives. @default "centralized" */
+  /**
+   * Where the task queue lives: "distributed" (every rank holds tasks and balances with the others) or
+   * "centralized" (one coordinator holds the queue; implied by options only it has, such as `retries` or
+   * `keep`). @default DEFAULT_MODE ("distributed")
+   */
   readonly mode?: PoolMode;
   /**
    * Most async tasks a rank keeps in flight: when a handler returns a promise (an `await readFile`, a `fetch`),
@@ -198,8 +202,9 @@ export function parsePoolSpec(spec: string): PoolOptions {
   const out: Record<string, unknown> = {};
   if (head.includes("=")) parts.unshift(head);
   else out.mode = oneOf("mode", head, MODES);
-  for (const part of parts) {
-    if (part === "") continue;
+  for (const [i, part] of parts.entries()) {
+    // A trailing comma is harmless; an empty part between two is a typo (a key left out).
+    if (part === "" && i === parts.length - 1) continue;
     const eq = part.indexOf("=");
     if (eq <= 0)
       throw new ConfigError(`pool spec ${JSON.stringify(spec)}: expected key=value, got ${JSON.stringify(part)}`);

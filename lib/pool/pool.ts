@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { ENV } from "../comm/env.ts";
 import type { Communicator } from "../comm/world.ts";
 import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
@@ -298,6 +299,9 @@ export class Pool<T = unknown> {
     unrun.delete(this as Pool<unknown>);
     // Aborts once the run ends here other than by completing (types.ts, TaskContext.signal).
     const ended = new AbortController();
+    // Every task in flight may listen on the signal (a timer, a fetch): with `concurrency` 16 that is more than
+    // the 10 listeners past which Node warns of a leak, which this is not (each goes when its task ends).
+    setMaxListeners(0, ended.signal);
     const ctx = {
       rank: this.world.rank,
       signal: ended.signal,

@@ -57,7 +57,7 @@ export interface TaskContext<T, S = unknown> {
   stop(result?: S): void;
   /**
    * Hands `value` back under `key`, in a run given the option `gather`: `run` resolves on the gathering rank
-   * with `gathered`, a Map of every key given to its value (docs/pool.md, "Results by key"). For task trees,
+   * with `gathered`, a Map of every key given to its value (README, "Results per item"). For task trees,
    * whose tasks are not listed up front (`map` is for lists): a task may give any number of values. The value
    * travels to the gathering rank as it is (plain data: numbers, strings, arrays, objects, typed arrays, Maps,
    * Sets, Dates, BigInts), straight from this rank, in batches. Give each key once: a key given twice keeps its

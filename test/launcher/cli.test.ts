@@ -28,6 +28,11 @@ const bad: [string, string[], string[]][] = [
   ],
   ["an empty --pool spec", ["launch", "--pool", "", HELLO], ["--pool", "empty"]],
   [
+    "a --pool spec with an empty part (a key left out)",
+    ["launch", "--pool", "distributed,,partner=ring", HELLO],
+    ["--pool", "expected key=value", '""'],
+  ],
+  [
     "a --pool switch that is not true or false",
     ["launch", "--pool", "centralized,coordinatorWorks=yes", HELLO],
     ["--pool", "coordinatorWorks", "true or false"],
