@@ -10,6 +10,7 @@ import {
   DEFAULT_KEEP,
   DEFAULT_LOW_WATER,
   DEFAULT_MODE,
+  SURVIVING_INITIATIONS,
   DEFAULT_ORDER,
   DEFAULT_PARTNER,
   DEFAULT_RETRIES,
@@ -135,7 +136,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   keep: "centralized",
   chunk: "centralized",
   coordinatorWorks: "centralized",
-  retries: "centralized",
+  retries: "both",
   speculate: "centralized",
   initiation: "distributed",
   partner: "distributed",
@@ -222,7 +223,8 @@ export function parsePoolSpec(spec: string): PoolOptions {
  */
 export function impliedMode(options: PoolOptions): PoolMode | undefined {
   const set = (Object.keys(options) as (keyof PoolOptions)[]).filter((k) => options[k] !== undefined);
-  if (set.some((k) => KEYS[k] === "centralized")) return "centralized";
+  // `retries` alone still means centralized, the pool that survives deaths without naming a mode (README).
+  if (set.some((k) => KEYS[k] === "centralized" || k === "retries")) return "centralized";
   if (set.some((k) => KEYS[k] === "distributed")) return "distributed";
   return undefined;
 }
@@ -288,6 +290,12 @@ export function resolvePoolConfig(
     );
   }
   if (mode === "distributed") {
+    if (config.retries > 0 && !SURVIVING_INITIATIONS.includes(config.initiation)) {
+      throw new ConfigError(
+        `pool option \`retries\` needs initiation ${SURVIVING_INITIATIONS.join(" or ")} in a distributed pool ` +
+          `(their requests are answered on a dead partner's behalf); got initiation \`${config.initiation}\``,
+      );
+    }
     // An option the configured strategies do not read is a mistake to report, not to ignore.
     if (merged.partner !== undefined && !PARTNERED[config.initiation]) {
       const partnered = INITIATIONS.filter((i) => PARTNERED[i]).join(" and ");
