@@ -79,13 +79,15 @@ export interface PoolOptions {
    */
   readonly keep?: number;
   /**
-   * Centralized: survive the death of worker ranks (killed, crashed, their host lost, silent past the
-   * launcher's `--heartbeat`). The coordinator re-deals every task a dead worker held, and what the worker did
+   * Survive the death of worker ranks (killed, crashed, their host lost, silent past the launcher's
+   * `--heartbeat`). Centralized: the coordinator re-deals every task a dead worker held, and what the worker did
    * since its last commit (at most ~100 ms of work) is done again, so each task's value and puts count
    * exactly once. A task known to be running on `retries` workers that died fails the run, naming it (the
    * first death cannot be pinned on it, so it kills `retries + 1` workers). The coordinator's death still ends
-   * the job (nothing replicates its queue). 0: any rank's death ends the job. Needs `workpool launch` (which
-   * tells the ranks of deaths). @default 0
+   * the job (nothing replicates its queue). Distributed (name the mode: `retries` alone means centralized;
+   * initiation `receiver` or `lifeline`): any value > 0 makes every rank commit to rank 0's ledger, which
+   * re-deals a dead rank's tasks; rank 0's death ends the job; no task is blamed for deaths. 0: any rank's death
+   * ends the job. Needs `workpool launch` (which tells the ranks of deaths). @default 0
    */
   readonly retries?: number;
   /**

@@ -11,6 +11,7 @@
  */
 import test from "ava";
 import { Ledger } from "../../lib/pool/distributed/ledger.ts";
+import { type PoolOptions, resolvePoolConfig } from "../../lib/pool/options.ts";
 import {
   type StepKind,
   simulateSurviving,
@@ -81,4 +82,17 @@ test.serial("the simulation catches a ledger that does not re-deal a dead rank's
   } finally {
     proto.redeal = redeal;
   }
+});
+
+test("retries in a distributed pool: initiations without one answer per request are refused, naming the option", (t) => {
+  const config = (o: PoolOptions) => resolvePoolConfig(o, undefined, 4);
+  t.is(config({ mode: "distributed", retries: 1, initiation: "lifeline" }).retries, 1);
+  t.is(config({ retries: 1 }).mode, "centralized");
+  t.throws(() => config({ mode: "distributed", retries: 1, initiation: "sender" }), {
+    name: "ConfigError",
+    message: /^pool option `retries` needs initiation receiver or lifeline .*got initiation `sender`$/,
+  });
+  t.throws(() => resolvePoolConfig(undefined, "distributed,retries=2,initiation=diffusion", 4), {
+    message: /`retries` needs initiation receiver or lifeline/,
+  });
 });
