@@ -554,15 +554,15 @@ export class World implements AsyncDisposable {
     const router = this.router;
     const n = ++router.shrinks;
     const answer = new Promise<{ dead: readonly number[]; base: number }>((resolve) => {
-      let off: (() => void) | undefined;
-      let done = false;
-      off = onShrunk((k, dead, base) => {
-        if (k !== n || done) return;
-        done = true;
-        off?.();
+      // An answer already delivered is replayed inside onShrunk, before it returns the remover.
+      const sub: { off?: () => void; done?: boolean } = {};
+      sub.off = onShrunk((k, dead, base) => {
+        if (k !== n || sub.done) return;
+        sub.done = true;
+        sub.off?.();
         resolve({ dead, base });
       });
-      if (done) off();
+      if (sub.done) sub.off();
     });
     report({ t: "shrink", n, b: router.nextBlock });
     const { dead, base } = await answer;
