@@ -79,7 +79,8 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   source (they could be waiting for it, as in MPI ULFM), reject with RankFailedError; a later receive naming
  *   it takes what it sent before, else rejects at once; later ANY-source receives work as before. Every pending
  *   and later collective of those communicators (`split` included) rejects with RankFailedError: like an
- *   MPI ULFM communicator, one that lost a rank can run no more collectives (point-to-point still works).
+ *   MPI ULFM communicator, one that lost a rank can run no more collectives (point-to-point still works);
+ *   `shrink()` makes a communicator of the survivors that can.
  *   Communicators without it are unaffected. The world's `close()` is then collective over the ranks alive,
  *   and still ends if a rank dies while it runs.
  */
