@@ -126,10 +126,11 @@ export async function distributedSurvival(
     try {
       const lines = (await launch(64, undefined, TREES, ["emulate", "T1XXS:pareto:1", PLAIN, SURVIVING])) as {
         spec: string;
+        /** ms */
         makespan: number;
       }[];
       for (const r of lines) {
-        costRows.push(["emulated T1XXS, 64 ranks", r.spec, String(round), fmt(r.makespan)]);
+        costRows.push(["emulated T1XXS, 64 ranks", r.spec, String(round), fmt(r.makespan / 1000)]);
         best.set(`emu ${r.spec}`, Math.min(best.get(`emu ${r.spec}`) ?? Infinity, r.makespan));
       }
     } catch (err) {
