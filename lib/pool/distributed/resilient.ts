@@ -1,4 +1,4 @@
-import { RankFailedError } from "../../errors.ts";
+import { describe, RankFailedError, TaskError } from "../../errors.ts";
 import { INITIATION_STRATEGIES } from "../balance/registry.ts";
 import { now } from "../executor.ts";
 import type { TaskKey } from "../keys.ts";
@@ -136,7 +136,10 @@ export class ResilientDistributed<T> implements Engine<T> {
       timers,
       detection,
     );
-    this.done = this.engine.done;
+    // A TaskError names the app's task, not the entry it travelled in.
+    this.done = this.engine.done.catch((e: unknown) => {
+      throw e instanceof TaskError && isEntry(e.task) ? appTaskError(e, e.task) : e;
+    });
   }
 
   private entryOf(task: T, priority: number, key: TaskKey | undefined): Entry<T> {
@@ -272,6 +275,11 @@ export class ResilientDistributed<T> implements Engine<T> {
         for (const e of body.t as Entry<T>[]) this.engine.put(e, e.p ?? 0, undefined, false, e.k);
       } else if (route !== undefined && REFUSAL_OF[route.kind] !== undefined) this.refuseFor(dest);
       return 0;
+    }
+    if (route?.kind === "fail" && isEntry(body.task)) {
+      const entry = body.task;
+      body.task = entry.t;
+      if (typeof body.msg === "string") body.msg = body.msg.replace(describe(entry), describe(entry.t));
     }
     if (tasks) {
       const n = ++this.transfers;
@@ -447,6 +455,17 @@ export class ResilientDistributed<T> implements Engine<T> {
       this.deaths.length > 0
     );
   }
+}
+
+function isEntry(v: unknown): v is Entry<unknown> {
+  return typeof v === "object" && v !== null && "t" in v && "i" in v && "h" in v;
+}
+
+/** `e`, about the app's task in `entry` rather than the entry. */
+function appTaskError(e: TaskError, entry: Entry<unknown>): TaskError {
+  const out = new TaskError(e.rank, entry.t, e.message.replace(describe(entry), describe(entry.t)), { cause: e.cause });
+  if (e.stack !== undefined) out.stack = e.stack.replace(describe(entry), describe(entry.t));
+  return out;
 }
 
 function emptyNews<T>(): LedgerNews<T> {
