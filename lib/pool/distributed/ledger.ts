@@ -246,11 +246,10 @@ export class Ledger<T> {
   }
 
   /**
-   * The root itself received a transfer (it takes no message from a rank it knows dead); the giver's commit
-   * naming it may come before or after.
+   * The root itself received a transfer (it takes no message from a rank it knows dead). The giver's commit
+   * naming it was applied before it left (ACK), and left it recorded at the giver: now it is the root's.
    */
-  receivedAtRoot(source: number, n: number, entries: readonly Entry<T>[], news: LedgerNews<T>): void {
-    if (source !== this.root && this.nextSeq[source] !== undefined) this.acked.add(transferKey(source, n));
+  receivedAtRoot(entries: readonly Entry<T>[], news: LedgerNews<T>): void {
     for (const e of entries) this.move(e.i, this.root, e.h, news);
   }
 

@@ -228,7 +228,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     const ledger = this.ledger;
     if (ledger !== undefined) {
       const news = emptyNews<T>();
-      ledger.receivedAtRoot(source, n, entries, news);
+      ledger.receivedAtRoot(entries, news);
       this.engine.onMessage(source, tag, body);
       this.act(news);
       return;
