@@ -11,6 +11,7 @@ import {
   resolvePoolConfig,
   TERMINATION_DETECTORS,
   TOPOLOGIES,
+  TOPOLOGY_READERS,
 } from "../lib/internal.ts";
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
@@ -66,7 +67,8 @@ function strategyHelp(): string {
       lines.push(`  ${`${key}=${name}`.padEnd(24)}${strategy.summary}`);
     }
   }
-  lines.push(`  topology=${TOPOLOGIES.join("|")}  the graph of partner=neighbours and diffusion`);
+  const readers = TOPOLOGY_READERS.map((r) => (r.option === "partner" ? `partner=${r.name}` : r.name));
+  lines.push(`  topology=${TOPOLOGIES.join("|")}  the graph of ${readers.join(" and ")}`);
   return lines.join("\n");
 }
 
@@ -343,7 +345,7 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case "compare": {
         // Loaded only for this command: `workpool launch` starts faster without it.
-        const { parseCompareArgs, runCompare } = await import("./compare.ts");
+        const { parseCompareArgs, runCompare } = await import("./compare/compare.ts");
         const opts = parseCompareArgs(rest, MAX_RANKS);
         if (opts === "help") {
           process.stdout.write(COMPARE_HELP);

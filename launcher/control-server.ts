@@ -4,7 +4,7 @@ import { createServer, type AddressInfo, type Server, type Socket } from "node:n
 import { parseControlAddress, tcpEndpoint } from "../lib/internal.ts";
 
 /**
- * One record on a control channel (lib/runtime/control.ts lists them): from a rank, `t` is error, stats, trace,
+ * One record on a control channel (lib/control/channel.ts lists them): from a rank, `t` is error, stats, trace,
  * progress, beat, tolerate or redealt; to a rank, refused or dead.
  */
 export type ControlRecord = Readonly<Record<string, unknown>>;

@@ -105,7 +105,7 @@ function signalNumber(signal: NodeJS.Signals): number {
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
-  // Every connection of the job is authenticated with this key (lib/comm/keys.ts); it reaches the ranks in
+  // Every connection of the job is authenticated with this key (lib/comm/job-key.ts); it reaches the ranks in
   // their environment (remote ones: on their standard input), never on a command line. None with --insecure.
   const key = opts.insecure ? undefined : makeJobKey();
   const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
@@ -181,7 +181,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     if (survival.read(rank, msg) || shrinks.read(rank, msg)) return;
     if (msg.t === "error" && typeof msg.message === "string") {
       r.lastError = msg.message;
-      // A rank's uncaught error comes here instead of its stderr (lib/runtime/preload.ts): one stack per
+      // A rank's uncaught error comes here instead of its stderr (lib/control/preload.ts): one stack per
       // different message, so N ranks failing the same way (the same bad input, one task's TaskError that
       // every rank rethrows) print it once, from the first rank to report it.
       if (typeof msg.stack === "string" && !printedErrors.has(msg.message)) {
@@ -190,7 +190,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }
     } else if (msg.t === "leaving" && Array.isArray(msg.p)) {
-      // A rank closing its world, with what it began (lib/runtime/deaths.ts): passed on to every rank when it
+      // A rank closing its world, with what it began (lib/control/deaths.ts): passed on to every rank when it
       // began less of something than every leaver before it, so a correct job (every rank the same) sends one.
       closing.add(rank);
       const progress = new Map(msg.p as [number, number][]);
@@ -296,15 +296,24 @@ export async function runJob(opts: JobOptions): Promise<number> {
           const now = Date.now();
           const s = heartbeatMs / 1000;
           const dueMs = (r: Rank) => firstRecordDueMs(heartbeatMs, r.remote, startMs);
+          // A rank not heard from yet whose process is stopped is not starting: overdue after heartbeatMs, as a
+          // rank that stopped answering is, not after the allowance for a slow start.
+          const stoppedAtStart = (r: Rank) =>
+            !r.heard && now - r.lastHeard > heartbeatMs && (r.process.stopped?.() ?? false);
           const isSilent = (r: Rank) =>
-            !r.exited && !survival.isDead(r.rank) && now - r.lastHeard > (r.heard ? heartbeatMs : dueMs(r));
+            !r.exited &&
+            !survival.isDead(r.rank) &&
+            (now - r.lastHeard > (r.heard ? heartbeatMs : dueMs(r)) || stoppedAtStart(r));
+          const silentWhy = (r: Rank) =>
+            r.heard
+              ? `sent no heartbeat for ${s} s`
+              : stoppedAtStart(r)
+                ? `was stopped before its first record, ${seconds(now - r.lastHeard)} s after it started`
+                : `did not start within ${seconds(dueMs(r))} s`;
           let silent = ranks.find(isSilent);
           while (silent && survival.survives(silent.rank)) {
             silent.process.signal("SIGKILL");
-            survival.died(
-              silent.rank,
-              silent.heard ? `sent no heartbeat for ${s} s` : `did not start within ${seconds(dueMs(silent))} s`,
-            );
+            survival.died(silent.rank, silentWhy(silent));
             silent = ranks.find(isSilent);
           }
           if (!silent) return;
@@ -321,7 +330,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
           stopReason = silent.heard
             ? `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
               `stretch that long; --heartbeat SECONDS to change, 0 for none); ${stopping}`
-            : `workpool: ${where(silent.rank)} did not start within ${seconds(dueMs(silent))} s (${notStarted}); ${stopping}`;
+            : stoppedAtStart(silent)
+              ? `workpool: ${where(silent.rank)} ${silentWhy(silent)} (its process is stopped: SIGSTOP, or a ` +
+                `debugger; --heartbeat SECONDS to change, 0 for none); ${stopping}`
+              : `workpool: ${where(silent.rank)} did not start within ${seconds(dueMs(silent))} s (${notStarted}); ${stopping}`;
           exitStatus = 1;
           // A stopped rank acts on no SIGTERM: it would hold the job for the grace, to go only by SIGKILL.
           silent.process.signal("SIGKILL");

@@ -33,8 +33,8 @@ function resolveTsx(): string | undefined {
   }
 }
 
-/** Loaded into every rank before the app: its control channel to the launcher (lib/runtime/preload.ts). */
-const PRELOAD = new URL(FROM_SOURCE ? "../lib/runtime/preload.ts" : "../lib/runtime/preload.js", import.meta.url).href;
+/** Loaded into every rank before the app: its control channel to the launcher (lib/control/preload.ts). */
+const PRELOAD = new URL(FROM_SOURCE ? "../lib/control/preload.ts" : "../lib/control/preload.js", import.meta.url).href;
 
 const TYPESCRIPT = /\.[cm]?tsx?$/;
 

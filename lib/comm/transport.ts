@@ -1,6 +1,6 @@
 import * as zmq from "zeromq";
 import { HEADER_BYTES } from "./codec.ts";
-import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
+import { clientOptions, type JobKey, serverOptions } from "./job-key.ts";
 import { ownSocket } from "./zmq-activity.ts";
 
 /**

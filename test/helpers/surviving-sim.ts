@@ -185,6 +185,7 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
       rank,
       signal: new AbortController().signal,
       put: (task, o) => pool.put(task, o?.priority ?? 0, o?.to, true, o?.key),
+      give: () => {},
       stop: (result) => pool.stop(result === undefined ? undefined : [result]),
     };
     const handler = (task: Task, c: TaskContext<Task>): number => {
