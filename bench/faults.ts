@@ -19,8 +19,13 @@
  *
  * Each of `--rounds` (default 3) runs both jobs with its own seed (the victim is worker 1 + seed % 8); the
  * tables give every round, then the median ratio and the range.
+ *
+ * Then the distributed pool with `retries` (faults-distributed.ts): `--kills` jobs (default 20) that each lose
+ * a rank mid-run on real work, which must all end with the exact count, and what surviving costs without a
+ * death on UTS T1 at 2 ranks and on emulated work at 64 ranks (target: at most 10% more time).
  */
 import { loadavg } from "node:os";
+import { distributedSurvival, killsOption } from "./faults-distributed.ts";
 import { BenchUsageError, fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/faults-ranks.ts", import.meta.url).pathname;
@@ -36,14 +41,17 @@ const TIMEOUT_MS = 180_000;
 const OPTIONS = [
   "--rounds N   jobs of each kind, each with its own seed; the median counts (default 3)",
   "--seconds S  emulated work per worker in seconds (default 3)",
+  "--kills K    distributed jobs that lose a rank mid-run (default 20; 0 skips the distributed part)",
 ] as const;
 
 interface Options {
   readonly rounds: number;
   readonly seconds: number;
+  readonly kills: number;
 }
 
-function parseOptions(args: readonly string[]): Options {
+function parseOptions(all: readonly string[]): Options {
+  const { kills, rest: args } = killsOption(all);
   let rounds = 3;
   let seconds = 3;
   for (let i = 0; i < args.length; i++) {
@@ -63,7 +71,7 @@ function parseOptions(args: readonly string[]): Options {
     if (flag === "--rounds") rounds = n;
     else seconds = n;
   }
-  return { rounds, seconds };
+  return { rounds, seconds, kills };
 }
 
 /** Rank 0's line for one run (programs/faults-ranks.ts). */
@@ -137,7 +145,7 @@ function record(figure: Figure, label: string, r: RunLine, bound: number, extra?
 export const suite: Suite = {
   name: "faults",
   description:
-    "centralized pool, emulated work: a worker killed at half time (retries), a 10x straggler (ECD vs speculate)",
+    "a worker killed at half time (centralized retries), a 10x straggler (ECD vs speculate); distributed: kills, cost",
   options: OPTIONS,
   check: (args) => void parseOptions(args),
   async run(args) {
@@ -281,6 +289,7 @@ export const suite: Suite = {
     figure("straggler, (a) ECD: makespan / bound", ecd);
     figure("straggler, (b) speculate: makespan / bound", speculate, TARGET_SPECULATE);
     summary.push(["straggler, makespan (b) / (a)", ...spread(versus), "-", ""]);
+    if (o.kills > 0) summary.push(...(await distributedSurvival(o.kills, o.rounds, verdict)));
     process.stdout.write(`${formatTable(summary)}\n`);
     for (const w of [...death.wrong, ...reference.wrong, ...ecd.wrong, ...speculate.wrong])
       process.stdout.write(`wrong answer: ${w}\n`);

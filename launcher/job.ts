@@ -12,6 +12,7 @@ import { pipeLines } from "./lines.ts";
 import { ProgressLine } from "./progress.ts";
 import { type StatsRecord, formatStats } from "./stats-table.ts";
 import { BEATS_PER_TIMEOUT, DEFAULT_HEARTBEAT_SECONDS, firstRecordDueMs, startAllowanceMs } from "./heartbeat.ts";
+import { Shrinks } from "./shrink.ts";
 import { Survival } from "./survival.ts";
 import { mergeTrace } from "./trace-merge.ts";
 
@@ -165,15 +166,24 @@ export async function runJob(opts: JobOptions): Promise<number> {
     size: opts.np,
     where,
     // Called on a rank's death only, so once the control server (below) is up.
-    broadcast: (record) => control.broadcast(record),
+    broadcast: (record) => {
+      control.broadcast(record);
+      if (record.t === "dead") shrinks.died(record.rank as number);
+    },
     write: (text) => stderr.write(text),
+  });
+  // World#shrink: survivors agree here on who is gone (launcher/shrink.ts).
+  const shrinks = new Shrinks({
+    size: opts.np,
+    live: (rank) => ranks[rank]?.exited === false && !survival.isDead(rank),
+    broadcast: (record) => control.broadcast(record),
   });
   const onRecord = (rank: number, msg: ControlRecord) => {
     const r = ranks[rank];
     if (!r) return;
     r.lastHeard = Date.now();
     r.heard = true;
-    if (survival.read(rank, msg)) return;
+    if (survival.read(rank, msg) || shrinks.read(rank, msg)) return;
     if (msg.t === "error" && typeof msg.message === "string") {
       r.lastError = msg.message;
       // A rank's uncaught error comes here instead of its stderr (lib/control/preload.ts): one stack per
@@ -368,6 +378,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     ];
     const exited = proc.exit.then(async ({ code, signal, error }) => {
       r.exited = true;
+      shrinks.check();
       if (error !== undefined) r.lastError = error;
       // Killed by the launcher after missing its heartbeats: counted dead then.
       if (survival.isDead(i)) return;

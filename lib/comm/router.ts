@@ -94,6 +94,8 @@ export class Router {
    * never overlap.
    */
   nextBlock = WORLD_CONTEXTS;
+  /** Shrinks this process has asked the launcher for (World#shrink numbers them). */
+  shrinks = 0;
   /** A split is running on this process (see split.ts: two at once could be given the same block). */
   splitting = false;
   /** Pool runs (and the like) in progress here: see `hold`. */

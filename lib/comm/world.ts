@@ -13,7 +13,8 @@ import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
 import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
 import { checkSplitArguments, planSplit } from "./split.ts";
 import { Transport } from "./transport.ts";
-import { onRankDeath, onRankLeft } from "../control/deaths.ts";
+import { onRankDeath, onRankLeft, onShrunk } from "../control/deaths.ts";
+import { hasLauncher, report } from "../control/report.ts";
 
 export { CONTEXT, type ContextListener } from "./router.ts";
 
@@ -79,7 +80,8 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   source (they could be waiting for it, as in MPI ULFM), reject with RankFailedError; a later receive naming
  *   it takes what it sent before, else rejects at once; later ANY-source receives work as before. Every pending
  *   and later collective of those communicators (`split` included) rejects with RankFailedError: like an
- *   MPI ULFM communicator, one that lost a rank can run no more collectives (point-to-point still works).
+ *   MPI ULFM communicator, one that lost a rank can run no more collectives (point-to-point still works);
+ *   `shrink()` makes a communicator of the survivors that can.
  *   Communicators without it are unaffected. The world's `close()` is then collective over the ranks alive,
  *   and still ends if a rank dies while it runs.
  */
@@ -531,6 +533,50 @@ export class Communicator implements AsyncDisposable {
     } finally {
       router.splitting = false;
     }
+  }
+
+  /**
+   * Collective over the ranks alive, like MPI ULFM's MPI_Comm_shrink: resolves to a new communicator of the
+   * world's ranks that are not dead, ranked in their world order, on which collectives, `split` and new pools work
+   * again after a death (the world's own collectives reject for good once it lost a rank). Every survivor must
+   * call it, and every survivor gets a communicator of the same ranks, whatever deaths it had heard of when it
+   * called: the launcher answers once every rank still alive has asked, with the deaths so far, so a rank that
+   * dies while others wait is left out of the wait (it may still be a member, if it died after the answer: a
+   * communicator that has lost a rank again, to shrink again). It is also a barrier of the survivors. Only the
+   * world shrinks (a communicator from `split` rejects with InvalidArgumentError). Without `workpool launch`
+   * (alone, under mpirun or srun) no death is ever survived, so it is a `split` of every rank.
+   *
+   * Pools of the world keep working after a death they survive (`retries`); the shrunk communicator is for the
+   * app's own collectives, and for pools made after the death.
+   */
+  async shrink(): Promise<this> {
+    this.checkOpen("shrink");
+    if (this.members) {
+      throw new InvalidArgumentError("shrink: only the world shrinks; call it on the world from connect()");
+    }
+    if (!hasLauncher()) return (await this.split(0, this.rank)) as this;
+    const router = this.router;
+    const n = ++router.shrinks;
+    const answer = new Promise<{ dead: readonly number[]; base: number }>((resolve) => {
+      // An answer already delivered is replayed inside onShrunk, before it returns the remover.
+      const sub: { off?: () => void; done?: boolean } = {};
+      sub.off = onShrunk((k, dead, base) => {
+        if (k !== n || sub.done) return;
+        sub.done = true;
+        sub.off?.();
+        resolve({ dead, base });
+      });
+      if (sub.done) sub.off();
+    });
+    report({ t: "shrink", n, b: router.nextBlock });
+    const { dead, base } = await answer;
+    this.checkOpen("shrink");
+    const gone = new Set(dead);
+    const members: number[] = [];
+    for (let r = 0; r < this.size; r++) if (!gone.has(r)) members.push(r);
+    router.nextBlock = Math.max(router.nextBlock, base + SUB_CONTEXTS);
+    const Same = this.constructor as new (env: JobEnv, scope: SubScope) => this;
+    return new Same(this.env, { router, members, rank: members.indexOf(this.rank), base });
   }
 
   /** @internal How many contexts `allocateContext` has handed out (pools made on this communicator). */

@@ -24,7 +24,7 @@ import { writeSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { BootstrapError } from "../errors.ts";
 import { ENV, envMs } from "../comm/env.ts";
-import { deliverRankDeath, deliverRankLeft } from "./deaths.ts";
+import { deliverRankDeath, deliverRankLeft, deliverShrunk } from "./deaths.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
 export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
@@ -116,7 +116,16 @@ export class ControlChannel {
       const lines = (rest + chunk).split("\n");
       rest = lines.pop() ?? "";
       for (const l of lines) {
-        let msg: { t?: unknown; reason?: unknown; rank?: unknown; why?: unknown; p?: unknown };
+        let msg: {
+          t?: unknown;
+          reason?: unknown;
+          rank?: unknown;
+          why?: unknown;
+          p?: unknown;
+          n?: unknown;
+          dead?: unknown;
+          b?: unknown;
+        };
         try {
           msg = JSON.parse(l);
         } catch {
@@ -127,6 +136,8 @@ export class ControlChannel {
           deliverRankDeath(msg.rank, msg.why);
         } else if (msg?.t === "left" && typeof msg.rank === "number" && Array.isArray(msg.p)) {
           deliverRankLeft(msg.rank, msg.p as [number, number][]);
+        } else if (msg?.t === "shrunk" && typeof msg.n === "number" && Array.isArray(msg.dead)) {
+          deliverShrunk(msg.n, msg.dead as number[], Number(msg.b));
         }
       }
     });

@@ -76,3 +76,20 @@ export const onRankLeft = (listener: RankLeftListener): (() => void) => leaves.o
 
 /** Records a leave notice and tells every listener (called by the control channel). */
 export const deliverRankLeft = (rank: number, progress: [number, number][]): void => leaves.deliver(rank, progress);
+
+/**
+ * Shrink answers: a rank that calls `World#shrink` sends the launcher `{"t":"shrink","n":N,"b":B}` (its N-th
+ * shrink, B its first free context), and once every rank still alive has sent its N-th, the launcher writes
+ * every rank `{"t":"shrunk","n":N,"dead":[...],"b":MAX}`: the ranks dead so far, in the order it told them (so
+ * every rank has read each of those death notices first), and the largest B. Every survivor gets the same
+ * answer, whatever it knew when it asked (launcher/shrink.ts).
+ */
+export type ShrunkListener = (n: number, dead: readonly number[], base: number) => void;
+
+const shrinks = noticeBoard<[n: number, dead: number[], base: number]>(Symbol.for("workpool.shrunk"));
+
+/** Calls `listener` for every shrink answer, first for those that arrived before; returns its remover. */
+export const onShrunk = (listener: ShrunkListener): (() => void) => shrinks.on(listener);
+
+/** Records a shrink answer and tells every listener (called by the control channel). */
+export const deliverShrunk = (n: number, dead: number[], base: number): void => shrinks.deliver(n, dead, base);

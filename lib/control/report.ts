@@ -20,3 +20,8 @@ export function report(record: Record<string, unknown>): void {
   const channel = (globalThis as Record<symbol, unknown>)[CONTROL_KEY] as ControlChannel | undefined;
   channel?.send(record);
 }
+
+/** True when this process has a launcher's control channel (`workpool launch`), not under mpirun, srun or alone. */
+export function hasLauncher(): boolean {
+  return (globalThis as Record<symbol, unknown>)[CONTROL_KEY] !== undefined;
+}

@@ -28,6 +28,7 @@ import { type ReduceFn, resolveOp } from "../comm/ops.ts";
 import type { Communicator } from "../comm/world.ts";
 import { describe, InvalidArgumentError } from "../errors.ts";
 import { DEFAULT_MODE } from "../pool/config.ts";
+import { ROOT as DISTRIBUTED_ROOT } from "../pool/distributed/protocol.ts";
 import { impliedMode, parsePoolSpec, type PoolConfig, type PoolOptions } from "../pool/options.ts";
 import type { PutOptions, RunOptions, RunResult, TaskContext, TaskHandler } from "../pool/types.ts";
 import { DEFAULT_RANGE_COST_MS, doallGrain, PROBE_MS, TimeFilter } from "./grain.ts";
@@ -142,6 +143,15 @@ export function workingRanks(pool: { readonly config: PoolConfig }, size: number
   const all = Array.from({ length: size }, (_, r) => r).filter((r) => !dead.includes(r));
   if (size === 1 || c.mode !== "centralized" || c.coordinatorWorks) return all;
   return all.filter((r) => r !== c.coordinator);
+}
+
+/**
+ * The rank whose death ends the job in a pool with `retries` (the centralized coordinator, the distributed root),
+ * which puts a loop's first tasks so that they are in its ledger from the start; undefined otherwise.
+ */
+export function ledgerKeeper(c: PoolConfig, size: number): number | undefined {
+  if (size === 1 || c.retries === 0) return undefined;
+  return c.mode === "centralized" ? c.coordinator : DISTRIBUTED_ROOT;
 }
 
 /** The `w`-th of `parts` contiguous blocks of [start, end), sizes differing by at most one. */
@@ -399,11 +409,13 @@ export async function forEach<R>(
   const working = workingRanks(pool, world.size, world.deadRanks);
   const w = working.indexOf(world.rank);
   const c = pool.config;
-  if (world.size > 1 && c.mode === "centralized" && c.retries > 0) {
-    // A pool that survives its workers' deaths: the coordinator puts every block, so each is in its ledger from
-    // the start. A block a worker put itself was known to no other rank until that worker's first commit, and a
-    // worker that died before it took its block's iterations with it (the loop then ran too few, and said so).
-    if (world.rank === c.coordinator) {
+  const keeper = ledgerKeeper(c, world.size);
+  if (keeper !== undefined) {
+    // A pool that survives its workers' deaths: the coordinator (the distributed root) puts every block, so each
+    // is in its ledger from the start. A block a worker put itself was known to no other rank until that worker's
+    // first commit, and a worker that died before it took its block's iterations with it (the loop then ran too
+    // few, and said so).
+    if (world.rank === keeper) {
       for (let k = 0; k < working.length; k++) {
         const [lo, hi] = blockOf(spec.start, spec.end, k, working.length);
         if (hi > lo) pool.put([lo, hi, BLOCK]);

@@ -21,7 +21,8 @@ import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unse
 import { describe, EncodeError, InvalidArgumentError, TaskError } from "../errors.ts";
 import type { PoolConfig } from "../pool/options.ts";
 import type { PutOptions, RunOptions, RunResult, TaskContext } from "../pool/types.ts";
-import { blockOf, forEach, workingRanks } from "./doall.ts";
+import { blockOf, forEach, ledgerKeeper, workingRanks } from "./doall.ts";
+import { ROOT as DISTRIBUTED_ROOT } from "../pool/distributed/protocol.ts";
 import type { LoopContext } from "./options.ts";
 
 /** What a map handler gets besides its item and index. */
@@ -186,9 +187,11 @@ function checkMap(
   if (world.deadRanks.includes(root)) {
     throw new InvalidArgumentError(`${call}: option \`root\` names rank ${root}, which died`);
   }
-  if (world.size > 1 && config.mode === "centralized" && config.retries > 0 && root !== config.coordinator) {
+  const keeper = config.mode === "centralized" ? config.coordinator : DISTRIBUTED_ROOT;
+  if (world.size > 1 && config.retries > 0 && root !== keeper) {
+    const who = config.mode === "centralized" ? "the coordinator" : "the root";
     throw new InvalidArgumentError(
-      `${call}: option \`root\` must be the coordinator (rank ${config.coordinator}) of a pool with \`retries\`, ` +
+      `${call}: option \`root\` must be ${who} (rank ${keeper}) of a pool with \`retries\`, ` +
         `so that a dead worker's results are counted once; got ${root}`,
     );
   }
@@ -357,7 +360,11 @@ async function inFlight(
   }
   const working = workingRanks(pool, world.size, world.deadRanks);
   const w = working.indexOf(world.rank);
-  if (w >= 0) {
+  const keeper = ledgerKeeper(pool.config, world.size);
+  if (keeper !== undefined) {
+    // A pool with `retries`: every item is put where the ledger is, so none dies with a rank before its commit.
+    if (world.rank === keeper) for (let a = 0; a < n; a += grain) pool.put([a, Math.min(n, a + grain)]);
+  } else if (w >= 0) {
     const [lo, hi] = blockOf(0, n, w, working.length);
     const pin = world.size > 1 && pool.config.mode === "distributed" ? { to: world.rank } : undefined;
     for (let a = lo; a < hi; a += grain) pool.put([a, Math.min(hi, a + grain)], pin);

@@ -21,6 +21,11 @@ export type Initiation = (typeof INITIATIONS)[number];
  * bring their own graph: diffusion balances with its neighbours in `topology`, Ripple along a spanning tree,
  * lifeline steals from random victims and then waits on its lifelines (a base-4 hypercube).
  */
+/**
+ * The initiations a distributed pool with `retries` may use (distributed/resilient.ts): each request they send
+ * gets one answer, which a rank gives itself on behalf of a partner that died.
+ */
+export const SURVIVING_INITIATIONS: readonly Initiation[] = ["receiver", "lifeline"];
 export const PARTNERED: { readonly [K in Initiation]: boolean } = {
   receiver: true,
   sender: true,

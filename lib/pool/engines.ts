@@ -4,6 +4,7 @@ import { ResilientWorker } from "./centralized/resilient-worker.ts";
 import { CentralWorker } from "./centralized/worker.ts";
 import { PLAIN, RESILIENT, WorkingCoordinator } from "./centralized/working.ts";
 import { DistributedEngine } from "./distributed/engine.ts";
+import { ResilientDistributed } from "./distributed/resilient.ts";
 import { LocalEngine } from "./local.ts";
 import type { Engine, PendingPut, PoolRuntime } from "./runtime.ts";
 import type { TaskContext, TaskHandler } from "./types.ts";
@@ -31,6 +32,8 @@ export function engineFor<T>(
       return resilient ? new ResilientCoordinator<T>(rt, initial) : new Coordinator<T>(rt, initial);
     }
     case "distributed":
+      // With retries, the pool survives the death of ranks other than the root (resilient.ts).
+      if (rt.config.retries > 0) return new ResilientDistributed<T>(rt, handler, ctx, initial);
       return new DistributedEngine<T>(rt, handler, ctx, initial);
   }
 }

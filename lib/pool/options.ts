@@ -10,6 +10,7 @@ import {
   DEFAULT_KEEP,
   DEFAULT_LOW_WATER,
   DEFAULT_MODE,
+  SURVIVING_INITIATIONS,
   DEFAULT_ORDER,
   DEFAULT_PARTNER,
   DEFAULT_RETRIES,
@@ -84,13 +85,15 @@ export interface PoolOptions {
    */
   readonly keep?: number;
   /**
-   * Centralized: survive the death of worker ranks (killed, crashed, their host lost, silent past the
-   * launcher's `--heartbeat`). The coordinator re-deals every task a dead worker held, and what the worker did
+   * Survive the death of worker ranks (killed, crashed, their host lost, silent past the launcher's
+   * `--heartbeat`). Centralized: the coordinator re-deals every task a dead worker held, and what the worker did
    * since its last commit (at most ~100 ms of work) is done again, so each task's value and puts count
    * exactly once. A task known to be running on `retries` workers that died fails the run, naming it (the
    * first death cannot be pinned on it, so it kills `retries + 1` workers). The coordinator's death still ends
-   * the job (nothing replicates its queue). 0: any rank's death ends the job. Needs `workpool launch` (which
-   * tells the ranks of deaths). @default 0
+   * the job (nothing replicates its queue). Distributed (name the mode: `retries` alone means centralized;
+   * initiation `receiver` or `lifeline`): any value > 0 makes every rank commit to rank 0's ledger, which
+   * re-deals a dead rank's tasks; rank 0's death ends the job; no task is blamed for deaths. 0: any rank's death
+   * ends the job. Needs `workpool launch` (which tells the ranks of deaths). @default 0
    */
   readonly retries?: number;
   /**
@@ -141,7 +144,7 @@ const KEYS: Record<keyof PoolOptions, PoolMode | "both"> = {
   keep: "centralized",
   chunk: "centralized",
   coordinatorWorks: "centralized",
-  retries: "centralized",
+  retries: "both",
   speculate: "centralized",
   initiation: "distributed",
   partner: "distributed",
@@ -229,7 +232,8 @@ export function parsePoolSpec(spec: string): PoolOptions {
  */
 export function impliedMode(options: PoolOptions): PoolMode | undefined {
   const set = (Object.keys(options) as (keyof PoolOptions)[]).filter((k) => options[k] !== undefined);
-  if (set.some((k) => KEYS[k] === "centralized")) return "centralized";
+  // `retries` alone still means centralized, the pool that survives deaths without naming a mode (README).
+  if (set.some((k) => KEYS[k] === "centralized" || k === "retries")) return "centralized";
   if (set.some((k) => KEYS[k] === "distributed")) return "distributed";
   return undefined;
 }
@@ -295,6 +299,12 @@ export function resolvePoolConfig(
     );
   }
   if (mode === "distributed") {
+    if (config.retries > 0 && !SURVIVING_INITIATIONS.includes(config.initiation)) {
+      throw new ConfigError(
+        `pool option \`retries\` needs initiation ${SURVIVING_INITIATIONS.join(" or ")} in a distributed pool ` +
+          `(their requests are answered on a dead partner's behalf); got initiation \`${config.initiation}\``,
+      );
+    }
     // An option the configured strategies do not read is a mistake to report, not to ignore.
     if (merged.partner !== undefined && !PARTNERED[config.initiation]) {
       const partnered = INITIATIONS.filter((i) => PARTNERED[i]).join(" and ");

@@ -14,6 +14,7 @@ import {
 } from "../errors.ts";
 import { REPORT, report } from "../control/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
+import { ROOT as DISTRIBUTED_ROOT } from "./distributed/protocol.ts";
 import { engineFor } from "./engines.ts";
 import { flushingAfter, type GatherBatch, Gathering, gatherRoot } from "./gather.ts";
 import { isTaskKey } from "./keys.ts";
@@ -106,8 +107,10 @@ export class Pool<T = unknown> {
     world.trackProgress(context, () => this.epoch);
     // The launcher brings the job down when any rank dies, unless told that this pool survives its workers'
     // deaths: only the coordinator's then ends the job.
-    if (config.mode === "centralized" && config.retries > 0 && world.size > 1) {
-      report({ t: "tolerate", essential: [world.worldRankOf(config.coordinator)] });
+    if (config.retries > 0 && world.size > 1) {
+      // The rank whose state nothing replicates: the coordinator's queue, or the distributed root's ledger.
+      const essential = config.mode === "centralized" ? config.coordinator : DISTRIBUTED_ROOT;
+      report({ t: "tolerate", essential: [world.worldRankOf(essential)] });
     }
   }
 

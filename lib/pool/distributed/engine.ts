@@ -9,7 +9,7 @@ import { PARTNER_POLICIES } from "../partner/registry.ts";
 import { TaskQueue } from "../queue.ts";
 import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
-import type { Balancer, Cancel, Detector, DistributedHost } from "../strategy.ts";
+import type { Balancer, Cancel, DetectionStrategy, Detector, DistributedHost } from "../strategy.ts";
 import { TERMINATION_DETECTORS } from "../termination/registry.ts";
 import { EVENT_LOOP_TIMERS, type Timers } from "../timers.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
@@ -72,6 +72,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     ctx: TaskContext<T>,
     initial: readonly PendingPut<T>[],
     private readonly timers: Timers = EVENT_LOOP_TIMERS,
+    /** The termination detector, when not the configured one (a pool that survives deaths: resilient.ts). */
+    detection?: DetectionStrategy,
   ) {
     this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
     this.flight = new Flight(
@@ -83,7 +85,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.movableQueue = new TaskQueue<T>(config.order, this.recent);
     this.pinnedQueue = new TaskQueue<T>(config.order, this.recent);
     const initiation = INITIATION_STRATEGIES[config.initiation];
-    const detection = TERMINATION_DETECTORS[config.termination];
+    detection ??= TERMINATION_DETECTORS[config.termination];
     this.protocol = protocolFor(initiation, detection);
     this.pinnedTag = this.tagOf("pinned");
     const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed, config.topology);
