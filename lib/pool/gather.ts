@@ -13,9 +13,9 @@
  * `gather` (SPMD): a rank without it sends no `done`, which the root notices when that rank's next run of the
  * pool reaches it (InvalidArgumentError).
  *
- * Exactly once under `retries` (centralized, root the coordinator): a task's values are sent when the task
- * returns, before the commit that counts it, down the same connection, so a committed task's values have
- * reached the root; a task re-run after a death gives its keys again, and the root keeps the first value of a
+ * Exactly once under `retries` (the root is where the ledger is: the centralized pool's coordinator, the
+ * distributed pool's rank 0): a task's values are sent when the task returns, before the commit that counts it,
+ * down the same connection, so a committed task's values have reached the root; a task re-run after a death gives its keys again, and the root keeps the first value of a
  * key. So does a run without retries: a key given twice keeps its first value (give each key once).
  */
 import type { Communicator } from "../comm/world.ts";
@@ -41,14 +41,15 @@ export interface GatherBatch {
 export function gatherRoot(
   option: boolean | GatherOptions | undefined,
   world: Communicator,
-  coordinator: number,
+  keeper: number,
   resilient: boolean,
+  mode: "centralized" | "distributed",
 ): number | undefined {
   if (option === undefined || option === false) return undefined;
   if (option !== true && (typeof option !== "object" || option === null)) {
     throw new InvalidArgumentError(`run: option \`gather\` must be true or { root }; got ${describe(option)}`);
   }
-  const root = option === true ? (resilient ? coordinator : 0) : (option.root ?? (resilient ? coordinator : 0));
+  const root = option === true ? (resilient ? keeper : 0) : (option.root ?? (resilient ? keeper : 0));
   if (!Number.isInteger(root) || root < 0 || root >= world.size) {
     throw new InvalidArgumentError(
       `run: option \`gather.root\` must be a rank in 0..${world.size - 1}; got ${describe(root)}`,
@@ -57,9 +58,10 @@ export function gatherRoot(
   if (world.deadRanks.includes(root)) {
     throw new InvalidArgumentError(`run: option \`gather.root\` names rank ${root}, which died`);
   }
-  if (resilient && world.size > 1 && root !== coordinator) {
+  if (resilient && world.size > 1 && root !== keeper) {
+    const who = mode === "centralized" ? "the coordinator" : "the root";
     throw new InvalidArgumentError(
-      `run: option \`gather.root\` must be the coordinator (rank ${coordinator}) of a pool with \`retries\`, ` +
+      `run: option \`gather.root\` must be ${who} (rank ${keeper}) of a pool with \`retries\`, ` +
         `so that a dead worker's values are counted once; got ${root}`,
     );
   }

@@ -262,8 +262,10 @@ export class Pool<T = unknown> {
       throw new InvalidArgumentError("run: this pool is already running; await the first run");
     }
     if (this.world.isClosed) throw new ClosedError("run: the world is closed");
-    const resilient = this.config.mode === "centralized" && this.config.retries > 0;
-    const gatherAt = gatherRoot(options.gather, this.world, this.config.coordinator, resilient);
+    // With `retries` a task's given values go where its commits go (the ledger's rank), sent before them.
+    const resilient = this.config.retries > 0;
+    const keeper = this.config.mode === "centralized" ? this.config.coordinator : DISTRIBUTED_ROOT;
+    const gatherAt = gatherRoot(options.gather, this.world, keeper, resilient, this.config.mode);
     const stats = emptyStats(this.world.rank, this.config.mode);
     stats.tasksPut = this.pending.length;
     stats.startedAt = performance.timeOrigin + performance.now();

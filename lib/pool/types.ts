@@ -75,9 +75,9 @@ export type GatherKey = string | number;
 /** The run option `gather` as an object. */
 export interface GatherOptions {
   /**
-   * The rank that gathers: `gathered` is a Map there and undefined on the other ranks. In a centralized pool
-   * with `retries`, the coordinator (so that a dead worker's values count once). @default 0, or the coordinator
-   * of a pool with `retries`
+   * The rank that gathers: `gathered` is a Map there and undefined on the other ranks. In a pool with `retries`,
+   * the rank that keeps the ledger (so that a dead worker's values count once): the coordinator of a centralized
+   * pool, rank 0 of a distributed one. @default 0, or the coordinator of a centralized pool with `retries`
    */
   readonly root?: number;
 }

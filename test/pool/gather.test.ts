@@ -52,12 +52,14 @@ test("a plain one-rank program, without the launcher", async (t) => {
   checkGathers(t, asRank0(r.stdout), 1);
 });
 
-test("a worker SIGKILLed mid-run under retries: every key once, none lost", async (t) => {
-  const r = await run(["-n", "4", "--timeout", "90", GATHER, "survive"]);
-  t.is(r.code, 0, r.stderr);
-  t.regex(r.stderr, /workpool: rank 1 died \(killed by SIGKILL\); the job goes on without it/);
-  t.like(labelled(r.stdout, "survive").get(0), { ok: true, size: 400, wrong: -1 }, r.stdout);
-});
+for (const mode of ["centralized", "distributed"]) {
+  test(`a rank SIGKILLed mid-run under ${mode} with retries: every key once, none lost`, async (t) => {
+    const r = await run(["-n", "4", "--timeout", "90", GATHER, "survive", mode]);
+    t.is(r.code, 0, r.stderr);
+    t.regex(r.stderr, /workpool: rank 1 died \(killed by SIGKILL\); the job goes on without it/);
+    t.like(labelled(r.stdout, "survive").get(0), { ok: true, size: 400, wrong: -1 }, r.stdout);
+  });
+}
 
 test("ranks that disagree on gather: the gathering rank says which, and no rank waits for good", async (t) => {
   const r = await run(["-n", "3", "--timeout", "60", GATHER, "disagree"]);
