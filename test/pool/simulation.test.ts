@@ -31,7 +31,7 @@ function paramsFor(
     // Diffusion and the neighbours partner run over every topology in turn.
     topology:
       c.initiation === "diffusion" || c.partner === "neighbours" ? TOPOLOGIES[seed % TOPOLOGIES.length] : undefined,
-    // Sender-initiated pushes only above highWater: low marks make it move work in small trees.
+    // Sender-initiated offers above highWater and takes at or below it: marks of 1 to 4.
     highWater: c.initiation === "sender" ? 1 + (seed % 4) : undefined,
     lowWater: c.initiation === "receiver" || c.initiation === "lifeline" ? seed % 3 : undefined,
   };
