@@ -40,8 +40,12 @@ import { type ClockEvent, VirtualClock } from "./clock.ts";
  * - tree: one root task on rank 0 whose subtree holds `workPerRankMs x size` of work: each task takes a
  *   Pareto duration of its subtree's budget and splits the rest among 1 to 4 children at random weights
  *   (a leaf below 1 ms of rest keeps it), so subtrees are uneven and work only spreads as the tree unfolds.
+ * - deep: the same from one root task, in the shape of UTS T3 (a binomial tree near its critical point: long
+ *   chains, a narrow frontier): each task has one child, which gets all the rest, except that one task in
+ *   `DEEP_FORK` (seeded) forks two, at random weights; so few tasks are ever queued beyond those running, and
+ *   the longest chain is a good part of the bound.
  */
-export const TIMED_WORKLOADS = ["one-source", "spread", "tree"] as const;
+export const TIMED_WORKLOADS = ["one-source", "spread", "tree", "deep"] as const;
 export type TimedWorkload = (typeof TIMED_WORKLOADS)[number];
 
 /** Message latency: `messageMs` per message (plus a seeded jitter of up to 10%), plus `perTaskMs` per task carried. */
@@ -141,6 +145,8 @@ const DEFAULT_MAX_RATIO = 5;
 /** Below this much work left in its subtree, a tree task is a leaf and does it all itself. */
 const LEAF_REST_MS = 1;
 const MAX_CHILDREN = 4;
+/** deep: the share of tasks that fork two children (the others have one). */
+const DEEP_FORK = 0.25;
 
 export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> {
   const wall0 = performance.now();
@@ -189,7 +195,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
   else if (workload === "spread") {
     for (let r = 0; r < size; r++)
       putEmulatedWork((ms) => initial[r]?.push(newTask(ms)), params.workPerRankMs, seed * 100_003 + r);
-  } else initial[0]?.push(treeTask(budget, 0, mix(seed, 0x5eed)));
+  } else initial[0]?.push(treeTask(budget, 0, mix(seed, workload === "deep" ? 0xdee9 : 0x5eed)));
 
   /** A tree task with `subtree` ms of work (itself included), below a chain of `chain` ms, at place `key`. */
   function treeTask(subtree: number, chain: number, key: number): SimTask {
@@ -202,7 +208,14 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     const key = task.k ?? 0;
     if (rest <= 0) return [];
     const random = new Random(mix(key, 0x9e3779b9));
-    const n = rest < 2 * MEAN_MS ? 1 : 1 + Math.floor(random.next() * MAX_CHILDREN);
+    const n =
+      rest < 2 * MEAN_MS
+        ? 1
+        : workload === "deep"
+          ? random.next() < DEEP_FORK
+            ? 2
+            : 1
+          : 1 + Math.floor(random.next() * MAX_CHILDREN);
     const weights = Array.from({ length: n }, () => 0.1 + random.next());
     const sum = weights.reduce((a, b) => a + b, 0);
     const chain = (task.c ?? 0) + task.ms;
@@ -317,7 +330,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     const handler = (task: SimTask, c: TaskContext<SimTask>): number => {
       executed[task.id] = (executed[task.id] ?? 0) + 1;
       ran++;
-      if (workload === "tree") for (const child of childrenOf(task)) c.put(child);
+      if (workload === "tree" || workload === "deep") for (const child of childrenOf(task)) c.put(child);
       return 1;
     };
     const start = (initial[rank] as SimTask[]).map((task) => ({ task, priority: 0, to: undefined }));
