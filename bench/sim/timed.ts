@@ -417,8 +417,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     if (skew > 0) {
       cpuFree[rank] = starts.next() * skew;
       clock.at(cpuFree[rank] as number, () => begin(rank, true));
-    }
-    else clock.soon(() => begin(rank, true));
+    } else clock.soon(() => begin(rank, true));
   }
   while (overCount < size && clock.step(limit));
   // Let the engines' done promises settle.
