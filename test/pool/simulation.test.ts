@@ -125,3 +125,24 @@ test.serial("the simulation catches a token ring without its colouring rule", as
   t.truthy(caught, "a token ring without blackening passed every schedule");
   t.log(`caught: ${caught}`);
 });
+
+// Beyond FLAT_DONE_RANKS (64) the root's DONE travels down a spanning tree, each rank passing it on: every
+// rank must still end, with the run's result, in any delivery order; and a stopped or failed run still ends.
+test("simulated schedules: at 70 ranks DONE passed down the tree reaches every rank", async (t) => {
+  const failures: string[] = [];
+  const combos = [
+    { initiation: "sender", partner: "random", termination: "tree" },
+    { initiation: "receiver", partner: "random", termination: "token-ring" },
+    { initiation: "lifeline", termination: "tree" },
+  ] as const;
+  for (const c of combos) {
+    for (const workload of ["tree", "flat", "stop"] as const) {
+      for (let seed = 1; seed <= 3; seed++) {
+        const p: SimParams = { size: 70, ...c, workload, tasks: 400, seed };
+        const out = await simulate(p);
+        if (out.problems.length > 0) failures.push(`${out.problems.join("; ")}\n  ${replayHint(p)}`);
+      }
+    }
+  }
+  t.deepEqual(failures, []);
+});
