@@ -112,6 +112,12 @@ export interface TimedParams {
    * @default derived from `seed`
    */
   readonly workSeed?: number;
+  /**
+   * Runs no pool: the reference of an ideal central scheduler instead, on the same work. One queue, newest
+   * task first (the pools' default order), that every rank takes from the moment it is free, with messages
+   * that cost nothing: greedy list scheduling, what a tree's unfolding allows without knowing subtree sizes.
+   */
+  readonly ideal?: boolean;
   /** Test seam: the n-th task message sent (from 1) is lost, so a test can see the checks catch it. */
   readonly loseTaskMessage?: number;
 }
@@ -258,6 +264,51 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     const chain = (task.c ?? 0) + task.ms;
     return weights.map((x, i) => treeTask((rest * x) / sum, chain, mix(key, i + 1)));
   };
+
+  if (params.ideal) return idealRun();
+  /** The ideal central scheduler (`ideal`): greedy, newest first, free messages. */
+  function idealRun(): TimedOutcome {
+    const queue: SimTask[] = initial.flat();
+    let free = size;
+    const fill = () => {
+      for (; free > 0 && queue.length > 0; free--) {
+        const task = queue.pop() as SimTask;
+        clock.at(clock.now + task.ms, () => {
+          executed[task.id] = 1;
+          ran++;
+          lastTaskMs = clock.now;
+          free++;
+          if (workload === "tree" || workload === "deep") queue.push(...childrenOf(task));
+          fill();
+        });
+      }
+    };
+    fill();
+    while (clock.step(Number.POSITIVE_INFINITY));
+    const boundMs = Math.max(totalWorkMs / size, longestMs);
+    return {
+      params,
+      problems: ran === created ? [] : [`${ran} task runs, expected ${created}`],
+      tasks: created,
+      totalWorkMs,
+      longestMs,
+      boundMs,
+      ended: true,
+      makespanMs: lastTaskMs,
+      lastTaskMs,
+      allDoneMs: lastTaskMs,
+      detectMs: 0,
+      endMs: 0,
+      ratio: lastTaskMs / boundMs,
+      messages: 0,
+      messagesPerTask: 0,
+      moved: 0,
+      counters: {},
+      events: clock.events,
+      peakEvents: clock.peak,
+      wallSeconds: (performance.now() - wall0) / 1000,
+    };
+  }
 
   // ---- the ranks ----
   const ranks: SimRank[] = [];
