@@ -66,6 +66,11 @@ export interface Latency {
   readonly receiveCpuMs?: number;
   /** @default 0 */
   readonly startSkewMs?: number;
+  /**
+   * CPUs the ranks share for that per-message work (a machine with fewer cores than ranks, as the real 64-rank
+   * runs on 2 cores); each rank's own messages still take turns. @default one per rank
+   */
+  readonly cores?: number;
 }
 
 /**
@@ -85,7 +90,8 @@ export function describeLatency(l: Latency = DEFAULT_LATENCY): string {
   return (
     `each message arrives ${l.messageMs * 1000} us after it leaves (+ up to 10% seeded jitter) + ${l.perTaskMs * 1000} us ` +
     `per task it carries, and costs ${(l.sendCpuMs ?? 0) * 1000} us of its sender's CPU and ${(l.receiveCpuMs ?? 0) * 1000} us ` +
-    `of its receiver's; FIFO channels; ranks start spread over ${l.startSkewMs ?? 0} ms; timers fire at virtual times`
+    `of its receiver's${l.cores === undefined ? "" : ` on ${l.cores} shared cores`}; FIFO channels; ranks start spread over ` +
+    `${l.startSkewMs ?? 0} ms; timers fire at virtual times`
   );
 }
 
@@ -342,15 +348,28 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
    * skew) it holds what arrives, as a real rank stashes messages for a pool it has not started to run.
    */
   const cpuFree = new Float64Array(size);
+  /** With `cores`: when each shared core is next free. */
+  const coreFree = latency.cores === undefined ? undefined : new Float64Array(Math.max(1, latency.cores));
+  /** Runs `cost` ms of rank r's CPU work from now on: after its earlier work, on the first free shared core. */
+  const cpu = (rank: number, cost: number): number => {
+    let start = Math.max(clock.now, cpuFree[rank] as number);
+    if (coreFree !== undefined) {
+      let c = 0;
+      for (let i = 1; i < coreFree.length; i++) if ((coreFree[i] as number) < (coreFree[c] as number)) c = i;
+      start = Math.max(start, coreFree[c] as number);
+      coreFree[c] = start + cost;
+    }
+    cpuFree[rank] = start + cost;
+    return start + cost;
+  };
   const handle = (source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent) => {
     inFlightTasks.delete(ev);
     onRank(dest, () => (ranks[dest] as SimRank).engine.onMessage(source, tag, body));
   };
   /** A message arrived: the receiver handles it once its CPU has taken it (after earlier ones: FIFO kept). */
   const deliver = (source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent) => {
-    const at = Math.max(clock.now, cpuFree[dest] as number) + receiveCpu;
-    if (at === clock.now) return handle(source, dest, tag, body, ev);
-    cpuFree[dest] = at;
+    if (receiveCpu === 0 && (cpuFree[dest] as number) <= clock.now) return handle(source, dest, tag, body, ev);
+    const at = cpu(dest, receiveCpu);
     const later: ClockEvent = clock.at(at, () => handle(source, dest, tag, body, later));
     if (inFlightTasks.delete(ev)) inFlightTasks.add(later);
   };
@@ -404,10 +423,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
         if (carried > 0 && ++taskMessages === params.loseTaskMessage) return 0;
         const key = rank * size + dest;
         let leaves = clock.now;
-        if (sendCpu > 0) {
-          leaves = Math.max(leaves, cpuFree[rank] as number) + sendCpu;
-          cpuFree[rank] = leaves;
-        }
+        if (sendCpu > 0) leaves = cpu(rank, sendCpu);
         let t = leaves + latency.messageMs * (1 + 0.1 * jitter.next()) + carried * latency.perTaskMs;
         const last = channelLast[key] as number;
         if (t < last) t = last;

@@ -94,3 +94,17 @@ test("timed simulation: at 500 ranks every rank ends within 5 message latencies 
   const target = 5 * DEFAULT_LATENCY.messageMs * Math.log2(500);
   t.true(out.endMs <= target, `last task to every rank ended: ${out.endMs.toFixed(3)} ms, target ${target.toFixed(3)}`);
 });
+
+// The model charges each message's CPU to its sender: below FLAT_DONE_RANKS the root sends DONE to every rank
+// itself, so the last rank ends no sooner than 59 sends after the root's detection; with 2 shared cores the
+// ranks' receipts queue behind one another too.
+test("timed simulation: per-message CPU is charged to the sender, and shared cores serialise the ranks", async (t) => {
+  const base = { size: 60, combo: "receiver/random/tree", workload: "spread", workPerRankMs: 100, seed: 4 } as const;
+  const latency = { messageMs: 0.05, perTaskMs: 0, sendCpuMs: 0.1, receiveCpuMs: 0 };
+  const own = await simulateTimed({ ...base, latency });
+  t.deepEqual(own.problems, []);
+  t.true(own.endMs - own.detectMs >= 59 * 0.1, `DONE to 59 ranks took ${(own.endMs - own.detectMs).toFixed(3)} ms`);
+  const shared = await simulateTimed({ ...base, latency: { ...latency, receiveCpuMs: 0.1, cores: 1 } });
+  t.deepEqual(shared.problems, []);
+  t.true(shared.endMs > own.endMs + 59 * 0.1 * 0.5, `one shared core: ${shared.endMs.toFixed(3)} ms`);
+});
