@@ -64,6 +64,11 @@ for (const c of DISTRIBUTED_COMBINATIONS) {
       t.true((totals.requestsRefused ?? 0) > 0, "no request was ever refused");
       if (c.partner !== "ring") t.true((totals.notifiesSent ?? 0) > 0, "no hungry asker was ever notified");
     }
+    if (c.initiation === "sender") {
+      t.true((totals.offersAccepted ?? 0) > 0, "no offer was ever accepted");
+      t.true((totals.busyReceived ?? 0) > 0, "no offer was ever answered busy");
+      t.true((totals.releasesSent ?? 0) > 0, "no accepted offer was ever released (nothing left to push)");
+    }
     if (c.initiation === "diffusion") t.true((totals.diffusedIn ?? 0) > 0, "no task ever diffused");
     if (c.initiation === "ripple") t.true((totals.rippledIn ?? 0) > 0, "no task ever rippled");
     if (c.initiation === "lifeline") {

@@ -93,7 +93,10 @@ export class SenderInitiated implements Balancer {
       this.backoff.reset();
       const moved = host.movable > 0 ? host.sendMovable(source, "push", body.n as number) : 0;
       if (moved > 0) rt.count("pushesSent");
-      else host.send(source, "release", {});
+      else {
+        rt.count("releasesSent");
+        host.send(source, "release", {});
+      }
       this.check();
     } else if (kind === "busy") {
       this.offering = false;
