@@ -10,7 +10,7 @@ const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "b
 const refusals: [args: string[], message: RegExp][] = [
   [
     ["appz"],
-    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops, defaults, tasks, map, longtasks$/,
+    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops, defaults, tasks, map, longtasks, scale$/,
   ],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
@@ -29,6 +29,9 @@ const refusals: [args: string[], message: RegExp][] = [
   [["strategies", "--frob", "1"], /^bench: strategies: unknown option --frob; options: --seconds, --tree, --rounds$/],
   [["longtasks", "--rounds", "0"], /^bench: longtasks: --rounds must be an integer in 1\.\.100; got "0"$/],
   [["longtasks", "--frob", "1"], /^bench: longtasks: unknown option --frob; options: --rounds$/],
+  [["scale", "--sizes", "1,2"], /^bench: scale: --sizes must be integers in 2\.\.16384; got "1,2"$/],
+  [["scale", "--combo", "sender/nobody/tree"], /^bench: scale: unknown combination "sender\/nobody\/tree"; known: /],
+  [["scale", "--real", "maybe"], /^bench: scale: --real must be yes or no; got "maybe"$/],
   // The second suite's bad option stops the first suite from starting.
   [["pool", "apps", "--rounds", "-1"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "-1"$/],
 ];
@@ -53,6 +56,7 @@ test("bench --help lists every suite and the apps and trees suites' options", as
     /^ {2}startup /m,
     /^ {2}faults /m,
     /^ {2}longtasks /m,
+    /^ {2}scale /m,
     /--graph FILE\.gr/,
     /--rounds N/,
     /--quick/,
