@@ -20,6 +20,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   map: async () => (await import("./map.ts")).suite,
   longtasks: async () => (await import("./longtasks.ts")).suite,
   "node-tasks": async () => (await import("./node-tasks.ts")).suite,
+  scale: async () => (await import("./scale.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

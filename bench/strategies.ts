@@ -7,6 +7,8 @@
  *    waits, so 64 ranks on a 2-core machine measure scheduling, not CPU contention; programs/strategies-ranks.ts)
  *    and at 1024 simulated ranks (sim/timed.ts: the real engines in one process on a virtual clock), with pool
  *    messages per task, in one table; the simulation also runs a tree of tasks that create tasks.
+ *    The simulation also runs at 16 and 64 ranks on the real runs' work (their seeds), the ranks sharing this
+ *    machine's cores, and the table 1c shows how far its ratios depart from the real ones (target: 10%).
  * 2. UTS T1 on 2 ranks (bench/trees.ts's launches): efficiency of the lifeline rows against the best of the
  *    twelve first combinations, every row launched `--rounds` times, interleaved, the best kept.
  *
@@ -14,7 +16,7 @@
  * lifeline <= 1.05 at 64 ranks from one source; diffusion and ripple within 10% of the best at 64 ranks on
  * spread work; lifeline's UTS efficiency on 2 ranks >= the best of the twelve.
  */
-import { loadavg } from "node:os";
+import { availableParallelism, loadavg } from "node:os";
 import { SAMPLE_TREES, sampleTree } from "../apps/uts/samples.ts";
 import { comboName, type DistributedCombination, distributedSpec } from "../lib/internal.ts";
 import { availableCombos, isOneOfTheTwelve, missingCombos } from "./combos.ts";
@@ -28,7 +30,14 @@ import {
   type SuiteReport,
   WORKPOOL_BIN,
 } from "./harness.ts";
-import { describeLatency, replayTimed, simulateTimed, type TimedParams, type TimedWorkload } from "./sim/timed.ts";
+import {
+  DEFAULT_LATENCY,
+  describeLatency,
+  replayTimed,
+  simulateTimed,
+  type TimedParams,
+  type TimedWorkload,
+} from "./sim/timed.ts";
 import { activity, type RunJson, solveTree } from "./trees.ts";
 
 const PROGRAM = new URL("./programs/strategies-ranks.ts", import.meta.url).pathname;
@@ -42,6 +51,10 @@ type Workload = (typeof WORKLOADS)[number];
  */
 const UTS_REPEAT = 1;
 const SIM_SEED = 1;
+/** The seed programs/strategies-ranks.ts draws its emulated work from (spread: plus 7919 x rank). */
+const REAL_WORK_SEED = 11;
+/** The simulation of the real runs: the default costs, the ranks sharing this machine's cores as the real ones do. */
+const MACHINE_LATENCY = { ...DEFAULT_LATENCY, cores: availableParallelism() };
 /** A simulated run still going at this many times its work per rank is stopped (and shown as "> 5"). */
 const SIM_MAX_RATIO = 5;
 
@@ -208,6 +221,31 @@ export const suite: Suite = {
         }
       }
     }
+    // 1c. The simulation at the real sizes, on the same work (the rank program's seeds): how far it departs.
+    const simAtReal = new Map<string, number>();
+    for (const np of REAL_RANKS) {
+      for (const name of names) {
+        for (const workload of WORKLOADS) {
+          if (!cells.has(key(name, np, workload))) continue;
+          const p: TimedParams = {
+            size: np,
+            combo: name,
+            workload,
+            workPerRankMs: o.seconds * 1000,
+            seed: SIM_SEED,
+            workSeed: REAL_WORK_SEED,
+            maxRatio: SIM_MAX_RATIO,
+            latency: MACHINE_LATENCY,
+          };
+          try {
+            const out = await simulateTimed(p);
+            simAtReal.set(key(name, np, workload), out.ended ? out.ratio : Number.POSITIVE_INFINITY);
+          } catch (e) {
+            failures.push(`simulation ${name} ${np} ${workload}: ${firstLine(e)}`);
+          }
+        }
+      }
+    }
     const simSeconds = (performance.now() - t1) / 1000;
 
     const head = ["combination"];
@@ -239,8 +277,43 @@ export const suite: Suite = {
     for (const f of flagged) process.stdout.write(`  flagged: ${f}\n`);
     process.stdout.write("\n");
 
+    const compare: string[][] = [["combination"]];
+    for (const np of REAL_RANKS) for (const w of WORKLOADS) (compare[0] as string[]).push(`${np} ${w} real / sim`);
+    const departures: number[] = [];
+    for (const name of names) {
+      const row = [name];
+      for (const np of REAL_RANKS) {
+        for (const w of WORKLOADS) {
+          const real = cells.get(key(name, np, w))?.ratio;
+          const sim = simAtReal.get(key(name, np, w));
+          const ok = real !== undefined && sim !== undefined && Number.isFinite(real) && Number.isFinite(sim);
+          if (ok) departures.push(Math.abs(sim / real - 1));
+          row.push(
+            ok
+              ? `${ratio(real)} / ${ratio(sim)} (${sim / real >= 1 ? "+" : ""}${((sim / real - 1) * 100).toFixed(0)}%)`
+              : "-",
+          );
+        }
+      }
+      compare.push(row);
+    }
+    const within = departures.filter((d) => d <= 0.1).length;
+    process.stdout.write(
+      `1c. The simulation against the real runs: the same combinations and the same work (seeds of the rank program)\n` +
+        `at ${REAL_RANKS.join(" and ")} SIMULATED ranks sharing ${MACHINE_LATENCY.cores} cores, makespan / bound real and simulated, and how\n` +
+        "far the simulation departs.\n" +
+        `${formatTable(compare)}\n  ${within} of ${departures.length} cells within 10%\n\n`,
+    );
+    const simVsReal = { within, cells: departures.length };
+
     // Targets on section 1.
     const targets: string[][] = [["figure", "measured", "target", ""]];
+    targets.push([
+      "simulated vs real ratio, 16 and 64 ranks: cells within 10%",
+      `${simVsReal.within} of ${simVsReal.cells}`,
+      "all",
+      score.verdict(simVsReal.cells > 0 && simVsReal.within === simVsReal.cells),
+    ]);
     const bestOf = (pick: (c: DistributedCombination) => boolean, np: number, w: Workload) => {
       let best: { name: string; ratio: number } | undefined;
       for (const c of combos.filter(pick)) {

@@ -4,6 +4,9 @@
 //       mean 20 ms) all put on rank 0; for each combination (its short name, comboName in lib/pool/config.ts:
 //       "receiver/random/tree", "lifeline/tree") one pool run
 //   distributed-ranks.ts latency <reps> <termination>   termination latency of small no-op runs
+//   distributed-ranks.ts ending <reps> <secondsPerRank> <combo>   termination latency after emulated work
+//       (timed waits) spread over every rank: per run, from the last task's end anywhere to the root's
+//       detection and to the last rank returning from `run`, with the detector's message rounds
 import { emulatedWorker, putEmulatedWork } from "./emulated.ts";
 import { connect, type PoolOptions } from "workpool";
 import { comboFromName } from "workpool/internal";
@@ -80,6 +83,57 @@ if (mode === "throughput") {
         }),
       );
     }
+  }
+} else if (mode === "ending") {
+  const reps = Number(rest[0] ?? 9);
+  const perRank = Number(rest[1] ?? 0.2);
+  const spec = rest[2] ?? "receiver/random/tree";
+  const pool = world.pool<number>({ ...combo(spec), concurrency: 1 });
+  const ends: number[] = [];
+  const detects: number[] = [];
+  const rounds: number[] = [];
+  const messages: number[] = [];
+  for (let k = 0; k < reps; k++) {
+    putEmulatedWork((ms) => pool.put(ms), perRank * 1000, 11 + 7919 * world.rank + 104_729 * k);
+    const { handler } = emulatedWorker();
+    await world.barrier();
+    const stats = await pool.run(handler);
+    const returned = epochNow();
+    const c = stats.counters;
+    // Detector rounds: token rounds the root started, or acknowledgements sent (tree): summed on rank 0.
+    const mine = [
+      returned,
+      stats.lastTaskAt,
+      c.terminationLatencyMs ?? 0,
+      (c.tokenRounds ?? 0) + (c.acksSent ?? 0),
+      stats.messagesSent,
+      stats.tasksExecuted,
+    ];
+    const all = await world.gather(mine, 0);
+    if (all) {
+      const lastTask = Math.max(...all.map((a) => a[1] as number));
+      ends.push(Math.max(...all.map((a) => a[0] as number)) - lastTask);
+      detects.push((all[0] as number[])[2] as number);
+      rounds.push(all.reduce((sum, a) => sum + (a[3] as number), 0));
+      messages.push(
+        all.reduce((sum, a) => sum + (a[4] as number), 0) / all.reduce((sum, a) => sum + (a[5] as number), 0),
+      );
+    }
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+  if (world.rank === 0) {
+    console.log(
+      JSON.stringify({
+        kind: "ending",
+        ranks: world.size,
+        combo: spec,
+        endMedianMs: median(ends),
+        detectMedianMs: median(detects),
+        detectorMessagesMedian: median(rounds),
+        messagesPerTaskMedian: median(messages),
+        ends: [...ends].sort((a, b) => a - b),
+      }),
+    );
   }
 } else {
   const reps = Number(rest[0] ?? 15);

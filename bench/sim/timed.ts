@@ -8,9 +8,13 @@
  *   emulated real runs (whose tasks are timed waits), handles the messages and timers that fall due while its
  *   task runs. The handler itself runs when the task's time is up (so a tree task puts its children at its
  *   end, as bench/programs/trees-ranks.ts's emulated nodes do).
- * - Every message arrives `messageMs` (plus a seeded jitter of up to 10%) after it is sent, plus `perTaskMs`
- *   per task it carries; channels are FIFO (a message never arrives before one sent earlier on its channel),
- *   as ZeroMQ's are. Sending and receiving cost the ranks no time.
+ * - Every message arrives `messageMs` (plus a seeded jitter of up to 10%) after it leaves, plus `perTaskMs`
+ *   per task it carries (its size); channels are FIFO (a message never arrives before one sent earlier on its
+ *   channel), as ZeroMQ's are. Each message also costs its sender `sendCpuMs` and its receiver `receiveCpuMs`
+ *   of CPU: a rank's sends and receipts queue one after another on its CPU, so a root sending DONE to 4,095
+ *   ranks, or a rank answering a thousand requests, takes time that grows with their number. (Tasks are timed
+ *   waits, as in the emulated real runs: they take no CPU, and a rank handles messages while one runs.)
+ * - Ranks start at seeded times spread over `startSkewMs` (the skew of leaving the barrier before `run`).
  * - Timers (the engine's `Timers` seam) fire at virtual times, at least 1 ms after they are set, as Node's do.
  *
  * Between events a rank's steps mirror DistributedEngine's run loop (next, execute, afterTask, settle, park),
@@ -40,23 +44,54 @@ import { type ClockEvent, VirtualClock } from "./clock.ts";
  * - tree: one root task on rank 0 whose subtree holds `workPerRankMs x size` of work: each task takes a
  *   Pareto duration of its subtree's budget and splits the rest among 1 to 4 children at random weights
  *   (a leaf below 1 ms of rest keeps it), so subtrees are uneven and work only spreads as the tree unfolds.
+ * - deep: the same from one root task, in the shape of UTS T3 (a binomial tree near its critical point: long
+ *   chains, a narrow frontier): each task has one child, which gets all the rest, except that one task in
+ *   `DEEP_FORK` (seeded) forks two, at random weights; so few tasks are ever queued beyond those running, and
+ *   the longest chain is a good part of the bound.
  */
-export const TIMED_WORKLOADS = ["one-source", "spread", "tree"] as const;
+export const TIMED_WORKLOADS = ["one-source", "spread", "tree", "deep"] as const;
 export type TimedWorkload = (typeof TIMED_WORKLOADS)[number];
 
-/** Message latency: `messageMs` per message (plus a seeded jitter of up to 10%), plus `perTaskMs` per task carried. */
+/**
+ * What messages cost: `messageMs` in flight per message (plus a seeded jitter of up to 10%), plus `perTaskMs`
+ * per task carried; `sendCpuMs` and `receiveCpuMs` of the sending and the receiving rank's CPU per message;
+ * and ranks starting spread over `startSkewMs`.
+ */
 export interface Latency {
   readonly messageMs: number;
   readonly perTaskMs: number;
+  /** @default 0 */
+  readonly sendCpuMs?: number;
+  /** @default 0 */
+  readonly receiveCpuMs?: number;
+  /** @default 0 */
+  readonly startSkewMs?: number;
+  /**
+   * CPUs the ranks share for that per-message work (a machine with fewer cores than ranks, as the real 64-rank
+   * runs on 2 cores); each rank's own messages still take turns. @default one per rank
+   */
+  readonly cores?: number;
 }
 
-/** About a message between two processes over loopback ZeroMQ, and a few microseconds to encode a task. */
-export const DEFAULT_LATENCY: Latency = { messageMs: 0.05, perTaskMs: 0.002 };
+/**
+ * About a message between two processes over loopback ZeroMQ, a few microseconds to encode a task, and the
+ * CPU a Node.js rank spends to encode and hand over a small message (send), and to take, decode and route one
+ * (receive); ranks leave the barrier before `run` within a millisecond.
+ */
+export const DEFAULT_LATENCY: Latency = {
+  messageMs: 0.05,
+  perTaskMs: 0.002,
+  sendCpuMs: 0.005,
+  receiveCpuMs: 0.01,
+  startSkewMs: 1,
+};
 
 export function describeLatency(l: Latency = DEFAULT_LATENCY): string {
   return (
-    `each message arrives ${l.messageMs * 1000} us after it is sent (+ up to 10% seeded jitter) + ${l.perTaskMs * 1000} us ` +
-    "per task it carries; FIFO channels; sending and handling messages cost a rank no time; timers fire at virtual times"
+    `each message arrives ${l.messageMs * 1000} us after it leaves (+ up to 10% seeded jitter) + ${l.perTaskMs * 1000} us ` +
+    `per task it carries, and costs ${(l.sendCpuMs ?? 0) * 1000} us of its sender's CPU and ${(l.receiveCpuMs ?? 0) * 1000} us ` +
+    `of its receiver's${l.cores === undefined ? "" : ` on ${l.cores} shared cores`}; FIFO channels; ranks start spread over ` +
+    `${l.startSkewMs ?? 0} ms; timers fire at virtual times`
   );
 }
 
@@ -77,6 +112,18 @@ export interface TimedParams {
    * @default 5
    */
   readonly maxRatio?: number;
+  /**
+   * The emulated work's seed, as the real bench's rank programs draw it (programs/strategies-ranks.ts: one-source
+   * `workSeed`, spread `workSeed + 7919 x rank`), so a simulated run does the same work as a real one.
+   * @default derived from `seed`
+   */
+  readonly workSeed?: number;
+  /**
+   * Runs no pool: the reference of an ideal central scheduler instead, on the same work. One queue, newest
+   * task first (the pools' default order), that every rank takes from the moment it is free, with messages
+   * that cost nothing: greedy list scheduling, what a tree's unfolding allows without knowing subtree sizes.
+   */
+  readonly ideal?: boolean;
   /** Test seam: the n-th task message sent (from 1) is lost, so a test can see the checks catch it. */
   readonly loseTaskMessage?: number;
 }
@@ -97,6 +144,9 @@ export interface TimedOutcome {
   /** Virtual time when the last task ended, and when the last rank learnt that the run was over. */
   readonly lastTaskMs: number;
   readonly allDoneMs: number;
+  /** From the last task's end to the root's detection, and to every rank's end (ms). */
+  readonly detectMs: number;
+  readonly endMs: number;
   /** makespan / bound. */
   readonly ratio: number;
   /** Pool messages sent by every rank, and per task. */
@@ -141,6 +191,8 @@ const DEFAULT_MAX_RATIO = 5;
 /** Below this much work left in its subtree, a tree task is a leaf and does it all itself. */
 const LEAF_REST_MS = 1;
 const MAX_CHILDREN = 4;
+/** deep: the share of tasks that fork two children (the others have one). */
+const DEEP_FORK = 0.25;
 
 export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> {
   const wall0 = performance.now();
@@ -185,11 +237,14 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
   };
   const initial: SimTask[][] = Array.from({ length: size }, () => []);
   const budget = params.workPerRankMs * size;
-  if (workload === "one-source") putEmulatedWork((ms) => initial[0]?.push(newTask(ms)), budget, seed);
+  const ws = params.workSeed;
+  if (workload === "one-source") putEmulatedWork((ms) => initial[0]?.push(newTask(ms)), budget, ws ?? seed);
   else if (workload === "spread") {
-    for (let r = 0; r < size; r++)
-      putEmulatedWork((ms) => initial[r]?.push(newTask(ms)), params.workPerRankMs, seed * 100_003 + r);
-  } else initial[0]?.push(treeTask(budget, 0, mix(seed, 0x5eed)));
+    for (let r = 0; r < size; r++) {
+      const s = ws === undefined ? seed * 100_003 + r : ws + 7919 * r;
+      putEmulatedWork((ms) => initial[r]?.push(newTask(ms)), params.workPerRankMs, s);
+    }
+  } else initial[0]?.push(treeTask(budget, 0, mix(seed, workload === "deep" ? 0xdee9 : 0x5eed)));
 
   /** A tree task with `subtree` ms of work (itself included), below a chain of `chain` ms, at place `key`. */
   function treeTask(subtree: number, chain: number, key: number): SimTask {
@@ -202,12 +257,64 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     const key = task.k ?? 0;
     if (rest <= 0) return [];
     const random = new Random(mix(key, 0x9e3779b9));
-    const n = rest < 2 * MEAN_MS ? 1 : 1 + Math.floor(random.next() * MAX_CHILDREN);
+    const n =
+      rest < 2 * MEAN_MS
+        ? 1
+        : workload === "deep"
+          ? random.next() < DEEP_FORK
+            ? 2
+            : 1
+          : 1 + Math.floor(random.next() * MAX_CHILDREN);
     const weights = Array.from({ length: n }, () => 0.1 + random.next());
     const sum = weights.reduce((a, b) => a + b, 0);
     const chain = (task.c ?? 0) + task.ms;
     return weights.map((x, i) => treeTask((rest * x) / sum, chain, mix(key, i + 1)));
   };
+
+  if (params.ideal) return idealRun();
+  /** The ideal central scheduler (`ideal`): greedy, newest first, free messages. */
+  function idealRun(): TimedOutcome {
+    const queue: SimTask[] = initial.flat();
+    let free = size;
+    const fill = () => {
+      for (; free > 0 && queue.length > 0; free--) {
+        const task = queue.pop() as SimTask;
+        clock.at(clock.now + task.ms, () => {
+          executed[task.id] = 1;
+          ran++;
+          lastTaskMs = clock.now;
+          free++;
+          if (workload === "tree" || workload === "deep") queue.push(...childrenOf(task));
+          fill();
+        });
+      }
+    };
+    fill();
+    while (clock.step(Number.POSITIVE_INFINITY));
+    const boundMs = Math.max(totalWorkMs / size, longestMs);
+    return {
+      params,
+      problems: ran === created ? [] : [`${ran} task runs, expected ${created}`],
+      tasks: created,
+      totalWorkMs,
+      longestMs,
+      boundMs,
+      ended: true,
+      makespanMs: lastTaskMs,
+      lastTaskMs,
+      allDoneMs: lastTaskMs,
+      detectMs: 0,
+      endMs: 0,
+      ratio: lastTaskMs / boundMs,
+      messages: 0,
+      messagesPerTask: 0,
+      moved: 0,
+      counters: {},
+      events: clock.events,
+      peakEvents: clock.peak,
+      wallSeconds: (performance.now() - wall0) / 1000,
+    };
+  }
 
   // ---- the ranks ----
   const ranks: SimRank[] = [];
@@ -234,9 +341,37 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     checkOver(sr, rank);
   };
 
-  const deliver = (source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent) => {
+  const sendCpu = latency.sendCpuMs ?? 0;
+  const receiveCpu = latency.receiveCpuMs ?? 0;
+  /**
+   * When each rank's CPU is next free: its sends and receipts take turns on it. Before a rank starts (start-up
+   * skew) it holds what arrives, as a real rank stashes messages for a pool it has not started to run.
+   */
+  const cpuFree = new Float64Array(size);
+  /** With `cores`: when each shared core is next free. */
+  const coreFree = latency.cores === undefined ? undefined : new Float64Array(Math.max(1, latency.cores));
+  /** Runs `cost` ms of rank r's CPU work from now on: after its earlier work, on the first free shared core. */
+  const cpu = (rank: number, cost: number): number => {
+    let start = Math.max(clock.now, cpuFree[rank] as number);
+    if (coreFree !== undefined) {
+      let c = 0;
+      for (let i = 1; i < coreFree.length; i++) if ((coreFree[i] as number) < (coreFree[c] as number)) c = i;
+      start = Math.max(start, coreFree[c] as number);
+      coreFree[c] = start + cost;
+    }
+    cpuFree[rank] = start + cost;
+    return start + cost;
+  };
+  const handle = (source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent) => {
     inFlightTasks.delete(ev);
     onRank(dest, () => (ranks[dest] as SimRank).engine.onMessage(source, tag, body));
+  };
+  /** A message arrived: the receiver handles it once its CPU has taken it (after earlier ones: FIFO kept). */
+  const deliver = (source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent) => {
+    if (receiveCpu === 0 && (cpuFree[dest] as number) <= clock.now) return handle(source, dest, tag, body, ev);
+    const at = cpu(dest, receiveCpu);
+    const later: ClockEvent = clock.at(at, () => handle(source, dest, tag, body, later));
+    if (inFlightTasks.delete(ev)) inFlightTasks.add(later);
   };
 
   /** One stretch of rank r's run loop (DistributedEngine.loop without its awaits), from `resumed` or after a task. */
@@ -287,7 +422,9 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
         const carried = (copy.t as unknown[] | undefined)?.length ?? 0;
         if (carried > 0 && ++taskMessages === params.loseTaskMessage) return 0;
         const key = rank * size + dest;
-        let t = clock.now + latency.messageMs * (1 + 0.1 * jitter.next()) + carried * latency.perTaskMs;
+        let leaves = clock.now;
+        if (sendCpu > 0) leaves = cpu(rank, sendCpu);
+        let t = leaves + latency.messageMs * (1 + 0.1 * jitter.next()) + carried * latency.perTaskMs;
         const last = channelLast[key] as number;
         if (t < last) t = last;
         channelLast[key] = t;
@@ -318,7 +455,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     const handler = (task: SimTask, c: TaskContext<SimTask>): number => {
       executed[task.id] = (executed[task.id] ?? 0) + 1;
       ran++;
-      if (workload === "tree") for (const child of childrenOf(task)) c.put(child);
+      if (workload === "tree" || workload === "deep") for (const child of childrenOf(task)) c.put(child);
       return 1;
     };
     const start = (initial[rank] as SimTask[]).map((task) => ({ task, priority: 0, to: undefined }));
@@ -342,7 +479,14 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
   // A run that takes this long (virtual) has lost its way: a livelock, or balancing gone very wrong.
   const maxRatio = params.maxRatio ?? DEFAULT_MAX_RATIO;
   const limit = maxRatio * Math.max(params.workPerRankMs, boundOf()) + 1000;
-  for (let rank = 0; rank < size; rank++) clock.soon(() => begin(rank, true));
+  const skew = latency.startSkewMs ?? 0;
+  const starts = new Random(seed * 104_729 + 7);
+  for (let rank = 0; rank < size; rank++) {
+    if (skew > 0) {
+      cpuFree[rank] = starts.next() * skew;
+      clock.at(cpuFree[rank] as number, () => begin(rank, true));
+    } else clock.soon(() => begin(rank, true));
+  }
   while (overCount < size && clock.step(limit));
   // Let the engines' done promises settle.
   await new Promise((resolve) => setImmediate(resolve));
@@ -397,6 +541,8 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
     makespanMs: rootDoneMs,
     lastTaskMs,
     allDoneMs,
+    detectMs: rootDoneMs - lastTaskMs,
+    endMs: allDoneMs - lastTaskMs,
     ratio: rootDoneMs / boundMs,
     messages,
     messagesPerTask: messages / Math.max(1, created),

@@ -116,8 +116,8 @@ export const DEFAULT_TOPOLOGY: Topology = "hypercube";
 export const DEFAULT_TERMINATION: TerminationDetector = "token-ring";
 /** Distributed, receiver-initiated: ask for work below this many queued tasks. */
 export const DEFAULT_LOW_WATER = 2;
-/** Distributed, sender-initiated: push work above this many queued tasks. */
-export const DEFAULT_HIGH_WATER = 16;
+/** Distributed, sender-initiated: offer work above this many queued tasks, take it at or below (balance/sender.ts). */
+export const DEFAULT_HIGH_WATER = 1;
 export const DEFAULT_SEED = 1;
 /**
  * Async tasks a rank keeps in flight: enough for an I/O app that names no option to overlap its waits (a read

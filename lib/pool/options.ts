@@ -121,7 +121,10 @@ export interface PoolOptions {
   readonly topology?: Topology;
   /** Distributed, receiver-initiated: ask for work when the local queue holds fewer tasks. @default 2 */
   readonly lowWater?: number;
-  /** Distributed, sender-initiated: push work when the local queue holds more tasks. @default 16 */
+  /**
+   * Distributed, sender-initiated: offer work while more movable tasks than this are queued; take offered work
+   * while at most this many are (the low default spreads tree searches, whose queues stay short). @default 1
+   */
   readonly highWater?: number;
   /** Seed for random partner choice (each rank adds its rank). @default 1 */
   readonly seed?: number;

@@ -32,6 +32,9 @@ const refusals: [args: string[], message: RegExp][] = [
   [["strategies", "--frob", "1"], /^bench: strategies: unknown option --frob; options: --seconds, --tree, --rounds$/],
   [["longtasks", "--rounds", "0"], /^bench: longtasks: --rounds must be an integer in 1\.\.100; got "0"$/],
   [["longtasks", "--frob", "1"], /^bench: longtasks: unknown option --frob; options: --rounds$/],
+  [["scale", "--sizes", "1,2"], /^bench: scale: --sizes must be integers in 2\.\.16384; got "1,2"$/],
+  [["scale", "--combo", "sender/nobody/tree"], /^bench: scale: unknown combination "sender\/nobody\/tree"; known: /],
+  [["scale", "--real", "maybe"], /^bench: scale: --real must be yes or no; got "maybe"$/],
   // The second suite's bad option stops the first suite from starting.
   [["pool", "apps", "--rounds", "-1"], /^bench: apps: --rounds must be an integer in 1\.\.100; got "-1"$/],
 ];

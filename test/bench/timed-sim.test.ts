@@ -6,7 +6,7 @@
  */
 import test from "ava";
 import { availableCombos } from "../../bench/combos.ts";
-import { simulateTimed, TIMED_WORKLOADS, type TimedParams } from "../../bench/sim/timed.ts";
+import { DEFAULT_LATENCY, simulateTimed, TIMED_WORKLOADS, type TimedParams } from "../../bench/sim/timed.ts";
 import { comboName, PARTNERED } from "../../lib/pool/config.ts";
 
 const combos = availableCombos();
@@ -58,4 +58,53 @@ test("timed simulation: a combination that does not exist is refused, by name", 
   await t.throwsAsync(simulateTimed(params("receiver/nobody/tree", "spread")), {
     message: /unknown combination `receiver\/nobody\/tree`/,
   });
+});
+
+// Sender-initiated balancing once pushed blind and only above a mark of 16: loaded ranks shuffled work among
+// themselves, and tree searches never spread, so at many ranks runs did not end in 5x the bound.
+test("timed simulation: sender-initiated runs at 256 ranks end on every workload within 2x of the bound", async (t) => {
+  for (const partner of ["random", "round-robin", "neighbours"]) {
+    for (const workload of TIMED_WORKLOADS) {
+      const out = await simulateTimed({
+        size: 256,
+        combo: `sender/${partner}/tree`,
+        workload,
+        workPerRankMs: 400,
+        seed: 5,
+      });
+      t.deepEqual(out.problems, [], `${partner} ${workload}: ${out.problems.join("; ")}`);
+      t.true(out.ratio <= 2, `${partner} ${workload}: makespan / bound ${out.ratio.toFixed(3)}`);
+    }
+  }
+});
+
+// Beyond FLAT_DONE_RANKS the root's DONE travels down a spanning tree: every rank must still hear it, and soon.
+// The issue's target for the tree detector: from the last task's end to every rank's end within 5 message
+// latencies x log2(ranks). The root sending 499 DONEs itself took 2.7 ms here (5 us of CPU each).
+test("timed simulation: at 500 ranks every rank ends within 5 message latencies x log2(ranks) of the last task", async (t) => {
+  const out = await simulateTimed({
+    size: 500,
+    combo: "receiver/random/tree",
+    workload: "spread",
+    workPerRankMs: 200,
+    seed: 2,
+  });
+  t.deepEqual(out.problems, []);
+  t.true(out.ended);
+  const target = 5 * DEFAULT_LATENCY.messageMs * Math.log2(500);
+  t.true(out.endMs <= target, `last task to every rank ended: ${out.endMs.toFixed(3)} ms, target ${target.toFixed(3)}`);
+});
+
+// The model charges each message's CPU to its sender: below FLAT_DONE_RANKS the root sends DONE to every rank
+// itself, so the last rank ends no sooner than 59 sends after the root's detection; with 2 shared cores the
+// ranks' receipts queue behind one another too.
+test("timed simulation: per-message CPU is charged to the sender, and shared cores serialise the ranks", async (t) => {
+  const base = { size: 60, combo: "receiver/random/tree", workload: "spread", workPerRankMs: 100, seed: 4 } as const;
+  const latency = { messageMs: 0.05, perTaskMs: 0, sendCpuMs: 0.1, receiveCpuMs: 0 };
+  const own = await simulateTimed({ ...base, latency });
+  t.deepEqual(own.problems, []);
+  t.true(own.endMs - own.detectMs >= 59 * 0.1, `DONE to 59 ranks took ${(own.endMs - own.detectMs).toFixed(3)} ms`);
+  const shared = await simulateTimed({ ...base, latency: { ...latency, receiveCpuMs: 0.1, cores: 1 } });
+  t.deepEqual(shared.problems, []);
+  t.true(shared.endMs > own.endMs + 59 * 0.1 * 0.5, `one shared core: ${shared.endMs.toFixed(3)} ms`);
 });

@@ -30,7 +30,7 @@ function paramsFor(
     seed,
     // Diffusion and the neighbours partner run over every topology in turn.
     topology: readsTopology(c) ? TOPOLOGIES[seed % TOPOLOGIES.length] : undefined,
-    // Sender-initiated pushes only above highWater: low marks make it move work in small trees.
+    // Sender-initiated offers above highWater and takes at or below it: marks of 1 to 4.
     highWater: c.initiation === "sender" ? 1 + (seed % 4) : undefined,
     lowWater: c.initiation === "receiver" || c.initiation === "lifeline" ? seed % 3 : undefined,
   };
@@ -62,6 +62,11 @@ for (const c of DISTRIBUTED_COMBINATIONS) {
     if (c.initiation === "receiver") {
       t.true((totals.requestsRefused ?? 0) > 0, "no request was ever refused");
       if (c.partner !== "ring") t.true((totals.notifiesSent ?? 0) > 0, "no hungry asker was ever notified");
+    }
+    if (c.initiation === "sender") {
+      t.true((totals.offersAccepted ?? 0) > 0, "no offer was ever accepted");
+      t.true((totals.busyReceived ?? 0) > 0, "no offer was ever answered busy");
+      t.true((totals.releasesSent ?? 0) > 0, "no accepted offer was ever released (nothing left to push)");
     }
     if (c.initiation === "diffusion") t.true((totals.diffusedIn ?? 0) > 0, "no task ever diffused");
     if (c.initiation === "ripple") t.true((totals.rippledIn ?? 0) > 0, "no task ever rippled");
@@ -123,4 +128,25 @@ test.serial("the simulation catches a token ring without its colouring rule", as
   }
   t.truthy(caught, "a token ring without blackening passed every schedule");
   t.log(`caught: ${caught}`);
+});
+
+// Beyond FLAT_DONE_RANKS (64) the root's DONE travels down a spanning tree, each rank passing it on: every
+// rank must still end, with the run's result, in any delivery order; and a stopped or failed run still ends.
+test("simulated schedules: at 70 ranks DONE passed down the tree reaches every rank", async (t) => {
+  const failures: string[] = [];
+  const combos = [
+    { initiation: "sender", partner: "random", termination: "tree" },
+    { initiation: "receiver", partner: "random", termination: "token-ring" },
+    { initiation: "lifeline", termination: "tree" },
+  ] as const;
+  for (const c of combos) {
+    for (const workload of ["tree", "flat", "stop"] as const) {
+      for (let seed = 1; seed <= 3; seed++) {
+        const p: SimParams = { size: 70, ...c, workload, tasks: 400, seed };
+        const out = await simulate(p);
+        if (out.problems.length > 0) failures.push(`${out.problems.join("; ")}\n  ${replayHint(p)}`);
+      }
+    }
+  }
+  t.deepEqual(failures, []);
 });

@@ -11,11 +11,14 @@ import { type WireResult, withResult } from "../results.ts";
 import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
 import type { Balancer, Cancel, DetectionStrategy, Detector, DistributedHost } from "../strategy.ts";
 import { TERMINATION_DETECTORS } from "../termination/registry.ts";
+import { spanningTree } from "../topology.ts";
 import { EVENT_LOOP_TIMERS, type Timers } from "../timers.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
 import { type EngineMessage, type Protocol, protocolFor, ROOT } from "./protocol.ts";
 
 const epochNow = (): number => performance.timeOrigin + performance.now();
+/** Up to this many ranks the root sends DONE to every rank itself; beyond, DONE travels down a tree. */
+export const FLAT_DONE_RANKS = 64;
 const NO_KEYS: readonly TaskKey[] = Object.freeze([]);
 
 /**
@@ -143,10 +146,27 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.rt.trace?.instant("termination detected");
     // Every rank's partial result has reached this one along the detector's messages (strategy.ts).
     const result = this.rt.results.take();
-    for (let r = 0; r < this.rt.size; r++) {
-      if (r !== this.rt.rank) this.sendEngine(r, "done", withResult({ m: lastActivityAt }, result));
-    }
+    this.announceDone(lastActivityAt, result);
     this.finish(lastActivityAt, result);
+  }
+
+  /**
+   * Sends DONE on: from the root to every rank up to FLAT_DONE_RANKS ranks; beyond, along the binomial spanning
+   * tree (topology.ts), each rank passing it to its children, biggest subtree first, before it finishes. At
+   * 4,096 ranks the root alone would spend its CPU on 4,095 sends (about 20 ms at 5 us each, in the timed
+   * simulation) where the tree takes 12 hops of a few sends each.
+   */
+  private announceDone(lastActivityAt: number, result: WireResult): void {
+    const { rank, size } = this.rt;
+    if (size <= FLAT_DONE_RANKS) {
+      if (rank !== this.root) return;
+      for (let r = 0; r < size; r++)
+        if (r !== rank) this.sendEngine(r, "done", withResult({ m: lastActivityAt }, result));
+      return;
+    }
+    const { children } = spanningTree(rank, size);
+    for (let i = children.length - 1; i >= 0; i--)
+      this.sendEngine(children[i] as number, "done", withResult({ m: lastActivityAt }, result));
   }
 
   // ---- Engine ----
@@ -196,6 +216,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private onEngineMessage(kind: EngineMessage, body: Record<string, unknown>): void {
     switch (kind) {
       case "done":
+        this.announceDone(body.m as number, body.r as WireResult);
         this.finish(body.m as number, body.r as WireResult);
         break;
       case "fail":

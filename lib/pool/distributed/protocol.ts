@@ -10,7 +10,9 @@
  * PINNED    putter -> owner      `put(task, { to })`: pinned on arrival, never moved again
  * and the initiation adds its own (TRANSFER, PUSH, ...).
  *
- * DONE      root -> all          { m: latest task end anywhere (epoch ms), r?: result }
+ * DONE      root -> all          { m: latest task end anywhere (epoch ms), r?: result }; beyond
+ *                                FLAT_DONE_RANKS (engine.ts) down the binomial spanning tree, each rank
+ *                                passing it on to its children
  * FAIL      any -> all           { r: rank, msg, task }         a handler threw on rank r; everyone stops
  * STOP      any -> root          { r?: result }                 a task called ctx.stop(result)
  * STOPPED   root -> all          { r?: result }                 the first STOP the root got: everyone stops and
