@@ -107,7 +107,18 @@ function figures(r: LiveRun, now: number): PoolTotals {
   };
 }
 
-const ADDED = ["done", "put", "busyMs", "runMs", "msgs", "bytes", "movedIn", "movedOut", "tokenRounds", "redealt"] as const;
+const ADDED = [
+  "done",
+  "put",
+  "busyMs",
+  "runMs",
+  "msgs",
+  "bytes",
+  "movedIn",
+  "movedOut",
+  "tokenRounds",
+  "redealt",
+] as const;
 
 function plus(past: PoolTotals | undefined, now: PoolTotals): PoolTotals {
   if (!past) return now;
