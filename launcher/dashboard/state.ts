@@ -81,7 +81,8 @@ export class LiveJob {
   private status: number | undefined;
   private readonly tail: { seq: number; rank: number; err: boolean; text: string }[] = [];
   private tailSeq = 0;
-  private readonly failures: { at: number; rank: number | undefined; text: string }[] = [];
+  /** Failures as they happen; `exit`: a rank's exit, which is no failure if the job survives it (see broadcast). */
+  private failures: { at: number; rank: number | undefined; text: string; exit?: boolean }[] = [];
   private readonly deaths: { at: number; rank: number; why: string }[] = [];
   private readonly redealt = new Map<string, number>();
   /** Per pool: total tasks done at the last few snapshots, for the rate. */
@@ -120,6 +121,8 @@ export class LiveJob {
     if (msg.t !== "dead" || typeof msg.rank !== "number") return;
     const r = this.ranks[msg.rank];
     if (r) r.state = "dead";
+    // The rank's exit was taken for a failure when it came (it comes before the launcher decides): it is a death.
+    this.failures = this.failures.filter((f) => !(f.exit && f.rank === msg.rank));
     this.deaths.push({ at: Date.now(), rank: msg.rank, why: String(msg.why) });
   }
 
@@ -136,7 +139,7 @@ export class LiveJob {
     const failed = code !== 0 || signal !== null;
     r.exit = signal !== null ? `killed by ${signal}` : `exit code ${code}`;
     if (r.state !== "dead") r.state = failed ? "failed" : "exited";
-    if (failed && r.state === "failed") this.fail(rank, `rank ${rank} ended (${r.exit})`);
+    if (failed && r.state === "failed") this.fail(rank, `rank ${rank} ended (${r.exit})`, true);
   }
 
   /** The job ended with `status`; `summary` is what the launcher printed last (its reason, if it failed). */
@@ -147,8 +150,8 @@ export class LiveJob {
     if (status !== 0 && summary) this.fail(undefined, summary);
   }
 
-  private fail(rank: number | undefined, text: string): void {
-    if (this.failures.length < MAX_FAILURES) this.failures.push({ at: Date.now(), rank, text: text.slice(0, 2000) });
+  private fail(rank: number | undefined, text: string, exit = false): void {
+    if (this.failures.length < MAX_FAILURES) this.failures.push({ at: Date.now(), rank, text: text.slice(0, 2000), exit });
   }
 
   private sample(r: RankLive, msg: ControlRecord): void {
