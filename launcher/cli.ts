@@ -322,10 +322,6 @@ async function launch(argv: string[]): Promise<number> {
   if (pool !== undefined) checkPoolSpec(pool, ranks);
   const placement = hosts ? placeRanks(hosts, ranks, oversubscribe) : undefined;
   checkMemory(placement ? placement.filter(isLocalHost).length : ranks, force);
-  const { app, args } = opts.app("launch");
-  const appFile = resolveApp(app);
-  if (trace !== undefined) checkOutputFile("--trace", trace);
-  if (statsJson !== undefined) checkOutputFile("--stats-json", statsJson);
   if (dashboard === undefined && (dashboardHost !== undefined || dashboardKeep !== undefined)) {
     throw new UsageError(
       `option ${dashboardHost !== undefined ? "--dashboard-host" : "--dashboard-keep"} needs --dashboard`,
@@ -335,6 +331,10 @@ async function launch(argv: string[]): Promise<number> {
     dashboard.host = dashboardHost;
     dashboard.keepSeconds = dashboardKeep ?? (process.stdin.isTTY ? Infinity : 0);
   }
+  const { app, args } = opts.app("launch");
+  const appFile = resolveApp(app);
+  if (trace !== undefined) checkOutputFile("--trace", trace);
+  if (statsJson !== undefined) checkOutputFile("--stats-json", statsJson);
   return runJob({
     np: ranks,
     app: appFile,

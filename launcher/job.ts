@@ -249,7 +249,16 @@ export async function runJob(opts: JobOptions): Promise<number> {
     onRecord,
     onWatch: watch.onWatch,
   });
-  await watch.attach(control, dir, token, traceDir);
+  try {
+    await watch.attach(control, dir, token, traceDir);
+  } catch (e) {
+    // No rank has started: the job ends here, leaving nothing behind (the dashboard's port is taken, say).
+    await control.close();
+    rendezvous.close();
+    backend.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
 
   const jobEnv: Record<string, string> = {
     ...opts.forward,

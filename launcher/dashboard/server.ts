@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { PACKAGE_ROOT } from "../loader.ts";
+import { UsageError } from "../usage-error.ts";
 import type { LiveJob } from "./state.ts";
 import { traceSoFar } from "./trace.ts";
 
@@ -75,9 +76,11 @@ export class DashboardServer {
     server.maxConnections = MAX_CONNECTIONS;
     server.maxRequestsPerSocket = 10_000;
     await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
+      const failed = (e: Error) =>
+        reject(new UsageError(`option --dashboard: cannot listen on ${host} port ${opts.port}: ${e.message}`));
+      server.once("error", failed);
       server.listen(opts.port, host, () => {
-        server.off("error", reject);
+        server.off("error", failed);
         resolve();
       });
     });

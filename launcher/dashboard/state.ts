@@ -38,7 +38,7 @@ interface PoolFigures {
   readonly loopTotal?: number;
 }
 
-type RankState = "starting" | "running" | "exited" | "failed" | "dead";
+type RankState = "starting" | "running" | "exited" | "stopped" | "failed" | "dead";
 
 interface RankLive {
   readonly rank: number;
@@ -62,6 +62,8 @@ export interface LiveJobOptions {
   readonly hostOf: (rank: number) => string | undefined;
   /** Where `--trace` goes, if given: the page links to the trace so far. */
   readonly trace?: string;
+  /** The clock (epoch ms). @default Date.now */
+  readonly now?: () => number;
 }
 
 /** The job's live state, as the page and `workpool top` read it (see `snapshot`). */
@@ -76,7 +78,8 @@ export type Snapshot = ReturnType<LiveJob["snapshot"]>;
  */
 export class LiveJob {
   private readonly ranks: RankLive[];
-  private readonly startedAt = Date.now();
+  private readonly clock: () => number;
+  private readonly startedAt: number;
   private endedAt: number | undefined;
   private status: number | undefined;
   private readonly tail: { seq: number; rank: number; err: boolean; text: string }[] = [];
@@ -90,6 +93,8 @@ export class LiveJob {
   private summary: string | undefined;
 
   constructor(private readonly opts: LiveJobOptions) {
+    this.clock = opts.now ?? Date.now;
+    this.startedAt = this.clock();
     this.ranks = Array.from({ length: opts.np }, (_, rank) => ({
       rank,
       host: opts.hostOf(rank) ?? "local",
@@ -123,7 +128,7 @@ export class LiveJob {
     if (r) r.state = "dead";
     // The rank's exit was taken for a failure when it came (it comes before the launcher decides): it is a death.
     this.failures = this.failures.filter((f) => !(f.exit && f.rank === msg.rank));
-    this.deaths.push({ at: Date.now(), rank: msg.rank, why: String(msg.why) });
+    this.deaths.push({ at: this.clock(), rank: msg.rank, why: String(msg.why) });
   }
 
   /** A line a rank wrote (`err`: on stderr). */
@@ -137,21 +142,24 @@ export class LiveJob {
     const r = this.ranks[rank];
     if (!r) return;
     const failed = code !== 0 || signal !== null;
+    // SIGTERM (or node's 143 for it): the launcher stopped the rank, with the job.
+    const stopped = signal === "SIGTERM" || code === 143;
     r.exit = signal !== null ? `killed by ${signal}` : `exit code ${code}`;
-    if (r.state !== "dead") r.state = failed ? "failed" : "exited";
+    if (r.state !== "dead") r.state = stopped ? "stopped" : failed ? "failed" : "exited";
     if (failed && r.state === "failed") this.fail(rank, `rank ${rank} ended (${r.exit})`, true);
   }
 
   /** The job ended with `status`; `summary` is what the launcher printed last (its reason, if it failed). */
   ended(status: number, summary?: string): void {
-    this.endedAt = Date.now();
+    this.endedAt = this.clock();
     this.status = status;
     this.summary = summary;
     if (status !== 0 && summary) this.fail(undefined, summary);
   }
 
   private fail(rank: number | undefined, text: string, exit = false): void {
-    if (this.failures.length < MAX_FAILURES) this.failures.push({ at: Date.now(), rank, text: text.slice(0, 2000), exit });
+    if (this.failures.length < MAX_FAILURES)
+      this.failures.push({ at: this.clock(), rank, text: text.slice(0, 2000), exit });
   }
 
   private sample(r: RankLive, msg: ControlRecord): void {
@@ -163,7 +171,7 @@ export class LiveJob {
       ? (msg.pools as PoolFigures[]).filter((p) => typeof p?.pool === "string")
       : [];
     r.pools = pools;
-    const at = Date.now();
+    const at = this.clock();
     let busyMs = 0;
     let runMs = 0;
     let done = 0;
@@ -196,7 +204,7 @@ export class LiveJob {
    * timeline columns from `binsFrom` on (the page asks only for what it lacks; negative: that many of the last).
    */
   snapshot(binsFrom = 0, tailAfter = 0) {
-    const now = this.endedAt ?? Date.now();
+    const now = this.endedAt ?? this.clock();
     const current = Math.floor((now - this.startedAt) / BIN_MS);
     // Negative: that many of the last columns (and of the last output lines).
     const from = binsFrom < 0 ? current + binsFrom + 1 : binsFrom;
