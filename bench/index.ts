@@ -19,6 +19,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   tasks: async () => (await import("./tasks.ts")).suite,
   map: async () => (await import("./map.ts")).suite,
   longtasks: async () => (await import("./longtasks.ts")).suite,
+  dashboard: async () => (await import("./dashboard.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]
