@@ -24,6 +24,11 @@ const IDLE_MS = 15_000;
  * cost the launcher one serialization per period, not one per request.
  */
 const REUSE_MS = 100;
+/**
+ * The most states made (serialized) per second, whatever asks: past it, a request gets 503 and the page asks again
+ * at its next poll. A page makes 2.5 a second; this bounds what requests crafted to miss the reuse can cost.
+ */
+export const MAX_STATES_PER_SECOND = 20;
 
 /** The page's files, served from the package (no network fetch): name, type. */
 const ASSETS: Readonly<Record<string, string>> = {
@@ -44,6 +49,8 @@ export interface DashboardOptions {
   /** The trace folder of a job run with `--trace` (the ranks' parts so far), and the number of ranks. */
   readonly traceDir?: string;
   readonly np: number;
+  /** @default MAX_STATES_PER_SECOND */
+  readonly maxStatesPerSecond?: number;
 }
 
 /**
@@ -56,6 +63,8 @@ export class DashboardServer {
   private readonly secret: Buffer;
   private readonly assets = new Map<string, Buffer>();
   private cached: { at: number; key: string; body: string } | undefined;
+  /** States made in the current second, and when it began. */
+  private made = { second: 0, count: 0 };
 
   private constructor(
     private readonly server: Server,
@@ -126,8 +135,13 @@ export class DashboardServer {
     if (path === "state") {
       const bins = Number(params.get("bins") ?? 0);
       const tail = Number(params.get("tail") ?? 0);
+      const body = this.state(bins, tail);
+      if (body === undefined) {
+        res.writeHead(503, { "Retry-After": "1", "Content-Type": "text/plain" }).end("busy\n");
+        return;
+      }
       res.writeHead(200, { "Content-Type": "application/json" });
-      res.end(req.method === "HEAD" ? undefined : this.state(bins, tail));
+      res.end(req.method === "HEAD" ? undefined : body);
       return;
     }
     if (path === "trace.json") {
@@ -142,11 +156,17 @@ export class DashboardServer {
     res.writeHead(404, { "Content-Type": "text/plain" }).end("not found\n");
   }
 
-  /** The snapshot as JSON, reused for REUSE_MS when asked the same. */
-  private state(bins: number, tail: number): string {
+  /**
+   * The snapshot as JSON, reused for REUSE_MS when asked the same; undefined when MAX_STATES_PER_SECOND have
+   * been made this second already.
+   */
+  private state(bins: number, tail: number): string | undefined {
     const key = `${Number.isFinite(bins) ? bins : 0}/${Number.isFinite(tail) ? tail : 0}`;
     const now = Date.now();
     if (this.cached && this.cached.key === key && now - this.cached.at < REUSE_MS) return this.cached.body;
+    const second = Math.floor(now / 1000);
+    if (this.made.second !== second) this.made = { second, count: 0 };
+    if (++this.made.count > (this.opts.maxStatesPerSecond ?? MAX_STATES_PER_SECOND)) return undefined;
     const [b, t] = key.split("/").map(Number) as [number, number];
     const body = JSON.stringify(this.opts.live.snapshot(b, t));
     this.cached = { at: now, key, body };

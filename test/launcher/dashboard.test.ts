@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
 import { ControlServer, MAX_WATCHERS } from "../../launcher/control-server.ts";
-import { DashboardServer } from "../../launcher/dashboard/server.ts";
+import { DashboardServer, MAX_STATES_PER_SECOND } from "../../launcher/dashboard/server.ts";
 import { BIN_MS, LiveJob, TAIL_LINES } from "../../launcher/dashboard/state.ts";
 import { startWorkpool } from "../helpers/run.ts";
 
@@ -120,6 +120,21 @@ test("the dashboard answers only under its secret: 403 without it, 405 for other
     t.is((await fetch(`${server.url}nothing`)).status, 404);
     const trace = (await (await fetch(`${server.url}trace.json`)).json()) as { traceEvents: unknown[] };
     t.true(Array.isArray(trace.traceEvents));
+  } finally {
+    await server.close();
+  }
+});
+
+test("requests crafted to miss the dashboard's reuse get 503 past its states per second", async (t) => {
+  const live = new LiveJob({ np: 1, app: "/x/app.ts", hostOf: () => undefined });
+  const server = await DashboardServer.listen({ live, secret: "abc", port: 0, np: 1, maxStatesPerSecond: 2 });
+  t.true(MAX_STATES_PER_SECOND >= 10);
+  try {
+    // 12 requests within at most 5 seconds' worth of 2 states: some must be turned away.
+    const codes = await Promise.all(Array.from({ length: 12 }, (_, i) => fetch(`${server.url}state?bins=${i}`)));
+    for (const res of codes) await res.arrayBuffer();
+    t.true(codes.some((res) => res.status === 503));
+    t.true(codes.some((res) => res.status === 200));
   } finally {
     await server.close();
   }

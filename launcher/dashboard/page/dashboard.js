@@ -68,6 +68,7 @@ function merge(s) {
   const tail = $("tail");
   const stick = tail.scrollTop + tail.clientHeight >= tail.scrollHeight - 4;
   for (const l of s.tail) {
+    if (l.seq <= lastTail) continue;
     const line = document.createElement("span");
     if (l.err) line.className = "err";
     const rank = document.createElement("span");
