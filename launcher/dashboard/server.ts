@@ -2,7 +2,6 @@ import { timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { PACKAGE_ROOT } from "../loader.ts";
 import { UsageError } from "../usage-error.ts";
 import type { LiveJob } from "./state.ts";
 import { traceSoFar } from "./trace.ts";
@@ -36,7 +35,8 @@ const ASSETS: Readonly<Record<string, string>> = {
   "dashboard.css": "text/css; charset=utf-8",
   "dashboard.js": "text/javascript; charset=utf-8",
 };
-const ASSET_DIR = new URL("launcher/dashboard/page/", PACKAGE_ROOT);
+/** Beside this module: launcher/dashboard/page/ in a checkout, dist/launcher/dashboard/page/ (copied by the build). */
+const ASSET_DIR = new URL("page/", import.meta.url);
 
 export interface DashboardOptions {
   readonly live: LiveJob;
