@@ -30,6 +30,8 @@ Options:
 interface Target {
   readonly control: string;
   readonly secret: string;
+  /** The launcher's pid, from a job folder. */
+  readonly pid?: number;
 }
 
 /** Reads a job folder's watch file, only from a folder of this user's that nobody else may enter. */
@@ -56,7 +58,7 @@ function readWatchFile(dir: string): Target {
     if (fileWhy !== undefined) throw new UsageError(`${join(dir, WATCH_FILE)} ${fileWhy}; not reading it`);
     const info = JSON.parse(readFileSync(fd, "utf8").slice(0, 4096)) as Partial<Target>;
     if (typeof info.control !== "string" || typeof info.secret !== "string") throw new Error("bad watch file");
-    return { control: info.control, secret: info.secret };
+    return { control: info.control, secret: info.secret, pid: typeof info.pid === "number" ? info.pid : undefined };
   } catch (e) {
     if (e instanceof UsageError) throw e;
     throw new UsageError(`${join(dir, WATCH_FILE)} cannot be read: ${(e as Error).message}`);
@@ -65,7 +67,21 @@ function readWatchFile(dir: string): Target {
   }
 }
 
-/** The running jobs of this user on this machine: job folders with a watch file in the private parent. */
+/** Whether process `pid` is there (a launcher killed with SIGKILL leaves its job folder behind). */
+function running(pid: number | undefined): boolean {
+  if (pid === undefined) return true;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * The running jobs of this user on this machine: job folders in the private parent with a watch file whose
+ * launcher is still there.
+ */
 function runningJobs(): string[] {
   const parent = privateFolder(tmpdir());
   if (!("dir" in parent)) throw new UsageError(`cannot look for jobs: ${parent.why}; give the job folder`);
@@ -80,7 +96,7 @@ function runningJobs(): string[] {
     .map((n) => join(parent.dir, n))
     .filter((d) => {
       try {
-        return lstatSync(join(d, WATCH_FILE)).isFile();
+        return running(readWatchFile(d).pid);
       } catch {
         return false;
       }
