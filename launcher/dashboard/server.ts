@@ -48,6 +48,8 @@ export interface DashboardOptions {
   readonly port: number;
   /** The trace folder of a job run with `--trace` (the ranks' parts so far), and the number of ranks. */
   readonly traceDir?: string;
+  /** The `--trace` file, which holds the whole trace once the job has ended. */
+  readonly traceFile?: string;
   readonly np: number;
   /** @default MAX_STATES_PER_SECOND */
   readonly maxStatesPerSecond?: number;
@@ -145,7 +147,8 @@ export class DashboardServer {
       return;
     }
     if (path === "trace.json") {
-      const body = JSON.stringify(traceSoFar(this.opts.live, this.opts.np, this.opts.traceDir));
+      const { live, np, traceDir, traceFile } = this.opts;
+      const body = JSON.stringify(traceSoFar(live, np, traceDir, traceFile));
       res.writeHead(200, {
         "Content-Type": "application/json",
         "Content-Disposition": 'attachment; filename="workpool-trace.json"',

@@ -89,7 +89,10 @@ export class LiveJob {
   private readonly deaths: { at: number; rank: number; why: string }[] = [];
   private readonly redealt = new Map<string, number>();
   /** Per pool: total tasks done at the last few snapshots, for the rate. */
-  private readonly rates = new Map<string, { at: number; done: number; rate: number }>();
+  private readonly rates = new Map<
+    string,
+    { at: number; done: number; rate: number; loopDone: number; loopRate: number }
+  >();
   private summary: string | undefined;
 
   constructor(private readonly opts: LiveJobOptions) {
@@ -107,6 +110,11 @@ export class LiveJob {
       last: undefined,
       bins: new Map(),
     }));
+  }
+
+  /** Whether the job has ended. */
+  get over(): boolean {
+    return this.endedAt !== undefined;
   }
 
   /** A record from a rank's control channel (before job.ts acts on it). */
@@ -347,9 +355,14 @@ export class LiveJob {
       // Tasks per second over the last second or so (the launcher's clock; snapshots come twice a second).
       const seen = this.rates.get(s.pool);
       let rate = seen?.rate ?? 0;
+      let loopRate = seen?.loopRate ?? 0;
       if (!seen || now - seen.at >= 1000) {
-        if (seen && now > seen.at) rate = ((s.done - seen.done) * 1000) / (now - seen.at);
-        this.rates.set(s.pool, { at: now, done: s.done, rate });
+        if (seen && now > seen.at) {
+          rate = ((s.done - seen.done) * 1000) / (now - seen.at);
+          // A new loop starts its count again: no rate from the one before.
+          loopRate = s.loopDone >= seen.loopDone ? ((s.loopDone - seen.loopDone) * 1000) / (now - seen.at) : 0;
+        }
+        this.rates.set(s.pool, { at: now, done: s.done, rate, loopDone: s.loopDone, loopRate });
       }
       const phase =
         s.activeRanks === 0
@@ -362,6 +375,7 @@ export class LiveJob {
       return {
         ...s,
         rate: Math.max(0, rate),
+        loopRate: s.loopTotal === null ? null : Math.max(0, loopRate),
         phase,
         redealt: this.redealt.get(s.pool) ?? 0,
         deaths: this.deaths.length,

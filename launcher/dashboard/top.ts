@@ -174,7 +174,7 @@ export function renderTop(s: Snapshot, width: number, color: boolean): string[] 
     lines.push(`${paint("1", p.pool)} ${p.mode} (${p.strategy}), run ${p.run}: ${p.phase}`);
     const progress =
       p.loopTotal !== null && p.loopTotal > 0
-        ? `${bar(p.loopDone / p.loopTotal, 20)} ${pct(p.loopDone / p.loopTotal).trim()} ${n(p.loopDone)}/${n(p.loopTotal)} items, `
+        ? `${bar(p.loopDone / p.loopTotal, 20)} ${pct(p.loopDone / p.loopTotal).trim()} ${n(p.loopDone)}/${n(p.loopTotal)} items, ${n(p.loopRate ?? 0)} items/s, `
         : "";
     lines.push(
       `  ${progress}${n(p.done)} tasks done, ${n(p.rate)}/s, ${n(p.queued)} queued, ${n(p.movedIn)} moved, ` +

@@ -9,9 +9,14 @@ const MAX_EVENTS = 2_000_000;
  * The trace so far, in Chrome Trace Event Format (Perfetto, chrome://tracing): one track per rank with its busy
  * and waiting fractions per dashboard column (counter events, from the live samples: always there), and, for a
  * job run with `--trace`, the pool runs' events that the ranks have sent so far (a rank sends a run's events
- * when the run ends, so a run under way is not in them yet).
+ * when the run ends, so a run under way is not in them yet; once the job has ended, the events of its trace file).
  */
-export function traceSoFar(live: LiveJob, np: number, traceDir: string | undefined): object {
+export function traceSoFar(
+  live: LiveJob,
+  np: number,
+  traceDir: string | undefined,
+  traceFile: string | undefined,
+): object {
   const events: unknown[] = [];
   for (let r = 0; r < np; r++) {
     events.push({ name: "process_name", ph: "M", pid: r, tid: 0, args: { name: `rank ${r}` } });
@@ -27,6 +32,19 @@ export function traceSoFar(live: LiveJob, np: number, traceDir: string | undefin
     });
   }
   let cut = false;
+  const pools = traceDir !== undefined;
+  // Once the job has ended, its parts are merged into the --trace file (and the job folder is gone).
+  if (live.over && traceFile !== undefined) {
+    try {
+      const merged = JSON.parse(readFileSync(traceFile, "utf8")) as { traceEvents?: unknown[] };
+      for (const e of merged.traceEvents ?? []) {
+        if ((e as { ph?: string }).ph !== "M") events.push(e);
+      }
+      traceDir = undefined;
+    } catch {
+      /* not written (yet): the parts, if still there */
+    }
+  }
   if (traceDir !== undefined) {
     let names: string[] = [];
     try {
@@ -55,6 +73,6 @@ export function traceSoFar(live: LiveJob, np: number, traceDir: string | undefin
       }
     }
   }
-  const metadata = { source: "workpool dashboard", pools: traceDir !== undefined, cut };
+  const metadata = { source: "workpool dashboard", pools, cut };
   return { traceEvents: events, displayTimeUnit: "ms", metadata };
 }

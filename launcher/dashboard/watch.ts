@@ -69,6 +69,7 @@ export class JobWatch {
         host: dashboard.host,
         port: dashboard.port,
         traceDir,
+        traceFile: this.opts.trace,
         np: this.opts.np,
       });
       process.stderr.write(`workpool: dashboard at ${this.server.url}\n`);

@@ -125,6 +125,7 @@ function drawPools(s) {
         `<div class="figures">` +
         `<span>tasks done <b class="done">${fmt(p.done)}</b></span>` +
         `<span>rate <b class="rate">${fmt(p.rate)}</b> tasks/s</span>` +
+        (p.loopRate !== null ? `<span><b>${fmt(p.loopRate)}</b> items/s</span>` : "") +
         `<span>queued <b>${fmt(p.queued)}</b></span>` +
         `<span>moved <b>${fmt(p.movedIn)}</b></span>` +
         `<span>ranks in run <b>${p.activeRanks}</b></span>` +
