@@ -45,7 +45,7 @@ Run dynamic, irregular parallel programs on many Node.js processes joined by Zer
 Commands:
   launch [options] <app> [args...]   start N ranks of an app (see workpool launch --help)
   compare [options] <app> [args...]  run an app under several pool strategies and compare them
-  top [JOB-FOLDER]                    watch a running job in the terminal (see workpool top --help)
+  top [JOB-FOLDER]                   watch a running job in the terminal (see workpool top --help)
   keygen                             print a new job key, for WORKPOOL_KEY when ranks are started
                                      by mpirun or srun (docs/hosts.md)
 
@@ -110,7 +110,8 @@ Options:
                         secret, without which the page answers 403 (docs/dashboard.md)
       --dashboard-host ADDR  listen on ADDR instead of 127.0.0.1 (the secret still guards the page)
       --dashboard-keep SECONDS  after the job ends, keep showing its final state this long; the default
-                        is until Ctrl-C when stdin is a terminal, else 0
+                        is until Ctrl-C when stdin is a terminal, else 0; workpool top shows any
+                        running job in the terminal, with or without --dashboard
   -h, --help            show this help
 
 Distributed pool strategies (--pool distributed,KEY=NAME,...; docs/distributed.md):
