@@ -127,7 +127,7 @@ export class ControlChannel {
         if (msg?.t === "refused") this.fail(`it refused this rank: ${String(msg.reason)}`);
         else if (msg?.t === "dead" && typeof msg.rank === "number" && typeof msg.why === "string") {
           deliverRankDeath(msg.rank, msg.why);
-        } else if (msg?.t === "live") startLive();
+        } else if (msg?.t === "live") startLive((record) => this.send(record));
         else if (msg?.t === "left" && typeof msg.rank === "number" && Array.isArray(msg.p)) {
           deliverRankLeft(msg.rank, msg.p as [number, number][]);
         }

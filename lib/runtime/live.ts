@@ -13,7 +13,6 @@
 import { ENV } from "../comm/env.ts";
 import type { PoolConfig } from "../pool/options.ts";
 import type { PoolStats } from "../pool/types.ts";
-import { report } from "./report.ts";
 
 /** How often a watched rank sends a sample (ms): twice as often as the dashboard redraws. */
 export const LIVE_MS = 250;
@@ -155,11 +154,14 @@ export function liveSample(): Record<string, unknown> {
   return { t: "live", rss: mem.rss, heap: mem.heapUsed, heapTotal: mem.heapTotal, pools: [...pools.values()] };
 }
 
-/** Starts sending samples every LIVE_MS ms (once; later calls do nothing). */
-export function startLive(): void {
+/**
+ * Starts sending samples through `send` (the control channel's) every LIVE_MS ms, once; later calls do nothing.
+ * The channel is passed in, not imported: control.ts calls this, and imports nothing that imports it.
+ */
+export function startLive(send: (record: Record<string, unknown>) => void): void {
   if (board.timer) return;
-  report(liveSample());
-  board.timer = setInterval(() => report(liveSample()), LIVE_MS);
+  send(liveSample());
+  board.timer = setInterval(() => send(liveSample()), LIVE_MS);
   board.timer.unref();
 }
 

@@ -44,7 +44,7 @@ if (channel) {
     process.exit(1);
   });
   // A job launched with --dashboard is watched from the start (live.ts).
-  if (liveFromStart()) startLive();
+  if (liveFromStart()) startLive((record) => channel.send(record));
   // The app starts once the last words have a way out: at once over a Unix socket (a local rank never waits
   // here), after one round trip over TCP.
   await channel.ready;

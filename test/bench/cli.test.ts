@@ -10,7 +10,7 @@ const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "b
 const refusals: [args: string[], message: RegExp][] = [
   [
     ["appz"],
-    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops, defaults, tasks, map, longtasks$/,
+    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops, defaults, tasks, map, longtasks, dashboard$/,
   ],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
