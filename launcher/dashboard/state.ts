@@ -235,8 +235,11 @@ export class LiveJob {
       let movedOut = 0;
       let msgs = 0;
       let bytes = 0;
+      // A rank no longer running has no "now": its last figures are history, its queue gone.
+      const live = r.state === "running" || r.state === "starting";
+      if (!live) sampled = 0;
       for (const p of r.pools) {
-        queued += p.queued;
+        queued += live ? p.queued : 0;
         done += p.done;
         put += p.put;
         movedIn += p.movedIn;
