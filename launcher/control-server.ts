@@ -176,7 +176,6 @@ export class ControlServer {
     await this.caughtUp();
     this.server.close();
     for (const socket of this.strangers) socket.destroy();
-    for (const socket of this.watchers) socket.end();
     const open = [...this.ranks].filter(([socket, rank]) => {
       if (gone.has(rank)) socket.destroy();
       return !socket.closed && !gone.has(rank);
@@ -201,6 +200,14 @@ export class ControlServer {
     for (const socket of this.watchers) {
       if (!socket.closed && socket.writableLength < WATCHER_BACKLOG) socket.write(line);
     }
+  }
+
+  /**
+   * Ends the watchers' connections, after what was written to them (`close` leaves them open, so that they can
+   * be sent the job's final state once its status is known).
+   */
+  endWatchers(): void {
+    for (const socket of this.watchers) socket.end();
   }
 
   /** How many watchers are attached. */

@@ -343,7 +343,7 @@ export class LiveJob {
         s.queued += p.active ? p.queued : 0;
         s.movedIn += p.movedIn;
         s.tokenRounds = Math.max(s.tokenRounds, p.tokenRounds);
-        if (p.active && p.loopTotal !== undefined) {
+        if (p.loopTotal !== undefined) {
           s.loopDone += p.loopDone ?? 0;
           s.loopTotal = Math.max(s.loopTotal ?? 0, p.loopTotal);
         }

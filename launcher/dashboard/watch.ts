@@ -100,6 +100,7 @@ export class JobWatch {
   async finish(status: number, summary?: string): Promise<void> {
     this.live.ended(status, summary?.trim());
     this.send();
+    this.control?.endWatchers();
     clearInterval(this.feed);
     if (!this.server) return;
     const keep = this.opts.keepSeconds ?? 0;

@@ -58,6 +58,8 @@ interface LiveBoard {
   /** Per pool, the totals of its finished runs on this rank. */
   readonly past: Map<string, PoolTotals>;
   timer: NodeJS.Timeout | undefined;
+  /** Where samples go, once sampling has started. */
+  send: ((record: Record<string, unknown>) => void) | undefined;
 }
 
 const KEY = Symbol.for("workpool.live");
@@ -65,6 +67,7 @@ const board: LiveBoard = ((globalThis as Record<symbol, unknown>)[KEY] ??= {
   runs: new Set(),
   past: new Map(),
   timer: undefined,
+  send: undefined,
 }) as LiveBoard;
 
 /** The strategy of a configuration, in a few words (the dashboard's pool line). */
@@ -126,7 +129,10 @@ function plus(past: PoolTotals | undefined, now: PoolTotals): PoolTotals {
   return sum;
 }
 
-/** Registers a run with the sampler; the returned function ends it (its final figures join the pool's totals). */
+/**
+ * Registers a run with the sampler; the returned function ends it (its final figures join the pool's totals and,
+ * while sampling, go out at once).
+ */
 export function liveRun(r: LiveRun): () => void {
   board.runs.add(r);
   return () => {
@@ -134,7 +140,14 @@ export function liveRun(r: LiveRun): () => void {
     const last = figures(r, performance.now());
     last.active = false;
     last.queued = 0;
+    // A loop's progress stays shown, complete, once its run is over.
+    if (r.loop) {
+      last.loopDone = r.loop.done();
+      last.loopTotal = r.loop.total;
+    }
     board.past.set(r.pool, plus(board.past.get(r.pool), last));
+    // The run's end goes out at once: the rank may exit before the next tick, and the view would keep it running.
+    board.send?.(liveSample());
   };
 }
 
@@ -160,6 +173,7 @@ export function liveSample(): Record<string, unknown> {
  */
 export function startLive(send: (record: Record<string, unknown>) => void): void {
   if (board.timer) return;
+  board.send = send;
   send(liveSample());
   board.timer = setInterval(() => send(liveSample()), LIVE_MS);
   board.timer.unref();
