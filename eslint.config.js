@@ -31,8 +31,8 @@ export default tseslint.config(
         {
           patterns: [
             {
-              group: ["**/lib/**", "!**/lib/index.ts", "!**/lib/internal.ts"],
-              message: "the launcher imports lib/index.ts or lib/internal.ts only",
+              group: ["**/lib/**", "!**/lib/index.ts", "!**/lib/internal.ts", "!**/lib/internal-start.ts"],
+              message: "the launcher imports lib/index.ts, lib/internal.ts or lib/internal-start.ts only",
             },
           ],
         },

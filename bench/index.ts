@@ -19,6 +19,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   tasks: async () => (await import("./tasks.ts")).suite,
   map: async () => (await import("./map.ts")).suite,
   longtasks: async () => (await import("./longtasks.ts")).suite,
+  "node-tasks": async () => (await import("./node-tasks.ts")).suite,
   dashboard: async () => (await import("./dashboard.ts")).suite,
 };
 
@@ -57,7 +58,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(USAGE);
     for (const name of Object.keys(SUITES)) {
       const suite = await (SUITES[name] as () => Promise<Suite>)();
-      process.stdout.write(`  ${name.padEnd(8)} ${suite.description}\n`);
+      process.stdout.write(`  ${name.padEnd(10)} ${suite.description}\n`);
       for (const line of suite.options ?? []) process.stdout.write(`           ${line}\n`);
     }
     return 0;

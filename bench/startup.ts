@@ -1,9 +1,10 @@
 /**
  * `npm run bench -- startup`: what starting a job costs. A JavaScript hello world (programs/hello.mjs: connect,
- * print the rank, close) run by bare `node`, by `workpool launch -n 1` and by `-n 16`, the launcher and ranks
+ * print the rank, close) run by bare `node`, by `workpool launch -n 1` and by `-n 64`, the launcher and ranks
  * running from dist/ (no TypeScript loader anywhere); every command is run `--repeat` times, the commands
  * interleaved round by round so that other work on the machine falls on all of them alike, and the median
- * counts. Targets (issue 16): `-n 1` at most 1.5x bare node, `-n 16` at most 3x.
+ * counts. Targets (issue 28): `-n 1` at most 1.5x bare node, `-n 64` at most 3 s (printed beside its ratio to
+ * bare node and the floor of 64 starts of node itself on these cores).
  *
  * Where the time goes: node's own start, one process under tsx, the launcher's start from dist/ and from the
  * sources, `-n 1` from the sources (how every job started before dist/ was used), and rank 0's own clock:
@@ -11,9 +12,10 @@
  * the launcher adds around the rank. Then the resident memory of an idle rank (programs/idle.mjs), with and
  * without tsx.
  *
- * Options: `--repeat N` (default 7), `--np N` for the large job (default 16), `--sources` to time the large job
+ * Options: `--repeat N` (default 7), `--np N` for the large job (default 64), `--sources` to time the large job
  * from the sources too (slow: every rank compiles under tsx).
  */
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { buildState } from "../bin/build-state.js";
 import { TS_LOADER } from "../launcher/loader.ts";
@@ -25,11 +27,12 @@ const TIMEOUT_MS = 120_000;
 /** Ranks of the memory measurement. */
 const IDLE_RANKS = 4;
 const TARGET_ONE = 1.5;
-const TARGET_MANY = 3;
+/** The large job's target, in seconds of wall time (at the default 64 ranks). */
+const TARGET_MANY_S = 3;
 
 const OPTIONS = [
   "--repeat N  runs of every command, interleaved; the median counts (default 7)",
-  "--np N      ranks of the large job (default 16)",
+  "--np N      ranks of the large job (default 64)",
   "--sources   also time the large job from the TypeScript sources (slow)",
 ] as const;
 
@@ -41,7 +44,7 @@ interface Options {
 
 function parseOptions(args: readonly string[]): Options {
   let repeat = 7;
-  let np = 16;
+  let np = 64;
   let sources = false;
   for (let i = 0; i < args.length; i++) {
     const [flag, inline] = (args[i] as string).split(/=(.*)/s, 2) as [string, string | undefined];
@@ -84,6 +87,8 @@ interface Command {
 
 interface Timing {
   readonly wallMs: number[];
+  /** CPU time of the whole process tree (the launcher and every rank), ms; empty where /proc is not. */
+  readonly cpuMs: number[];
   readonly phases: Phases[];
 }
 
@@ -101,11 +106,33 @@ function environment(from: Command["from"]): NodeJS.ProcessEnv {
   return env;
 }
 
-async function runOnce(c: Command): Promise<{ wallMs: number; out: string }> {
+/**
+ * CPU time of this process's waited-for descendants, ms (Linux: cutime + cstime of /proc/self/stat, in ticks of
+ * 10 ms, USER_HZ); undefined elsewhere. A rank is waited for by the launcher, the launcher by us, so the
+ * difference across one command is the CPU its whole tree used: a count of work that other load on the machine
+ * barely changes, unlike wall time.
+ */
+function childrenCpuMs(): number | undefined {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[13]) + Number(fields[14])) * 10;
+  } catch {
+    return undefined;
+  }
+}
+
+async function runOnce(c: Command): Promise<{ wallMs: number; cpuMs: number | undefined; out: string }> {
   const t0 = performance.now();
+  const cpu0 = childrenCpuMs();
   const out = await start(c.label, process.execPath, c.args, { timeoutMs: TIMEOUT_MS, env: environment(c.from) })
     .exited;
-  return { wallMs: performance.now() - t0, out };
+  const cpu1 = childrenCpuMs();
+  return {
+    wallMs: performance.now() - t0,
+    cpuMs: cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0,
+    out,
+  };
 }
 
 function jsonLine<T>(out: string): T | undefined {
@@ -115,12 +142,13 @@ function jsonLine<T>(out: string): T | undefined {
 
 /** Runs every command `repeat` times, round by round. */
 async function timeAll(commands: readonly Command[], repeat: number): Promise<Map<Command, Timing>> {
-  const timings = new Map<Command, Timing>(commands.map((c) => [c, { wallMs: [], phases: [] }]));
+  const timings = new Map<Command, Timing>(commands.map((c) => [c, { wallMs: [], cpuMs: [], phases: [] }]));
   for (let round = 0; round < repeat; round++) {
     for (const c of commands) {
-      const { wallMs, out } = await runOnce(c);
+      const { wallMs, cpuMs, out } = await runOnce(c);
       const t = timings.get(c) as Timing;
       t.wallMs.push(wallMs);
+      if (cpuMs !== undefined) t.cpuMs.push(cpuMs);
       const phases = jsonLine<Phases>(out);
       if (phases) t.phases.push(phases);
     }
@@ -132,7 +160,7 @@ async function timeAll(commands: readonly Command[], repeat: number): Promise<Ma
 async function ensureBuild(): Promise<void> {
   const state = buildState(ROOT);
   if (state === "fresh") return;
-  process.stdout.write(`# dist/ is ${state}: building it (tsc -p tsconfig.build.json)\n`);
+  process.stdout.write(`# dist/ is ${state}: building it (npm run build: tsc, then bin/bundle.js)\n`);
   const tsc = new URL("../node_modules/typescript/bin/tsc", import.meta.url).pathname;
   try {
     await start("tsc", process.execPath, [tsc, "-p", "tsconfig.build.json"], { timeoutMs: 300_000 }).exited;
@@ -140,12 +168,14 @@ async function ensureBuild(): Promise<void> {
     // tsc writes dist/ even with type errors: the figures stand if it did.
     process.stdout.write(`# the build reported errors: ${(e as Error).message.split("\n")[0]}\n`);
   }
+  const bundle = new URL("../bin/bundle.js", import.meta.url).pathname;
+  await start("bundle", process.execPath, [bundle], { timeoutMs: 300_000 }).exited;
   if (buildState(ROOT) !== "fresh") throw new Error("dist/ could not be built; see npm run build");
 }
 
 export const suite: Suite = {
   name: "startup",
-  description: "start-up of a JavaScript hello world: bare node vs launch -n 1 and -n 16, and memory per idle rank",
+  description: "start-up of a JavaScript hello world: bare node vs launch -n 1 and -n 64, and memory per idle rank",
   options: OPTIONS,
   check: (args) => void parseOptions(args),
   async run(args) {
@@ -168,22 +198,29 @@ export const suite: Suite = {
     const manySource = launch(o.np, "source");
     const commands = [node, bare, tsx, helpDist, helpSource, one, many, oneSource, ...(o.sources ? [manySource] : [])];
     process.stdout.write(
-      `${availableParallelism()} cores; ${o.repeat} runs of each command, interleaved; medians (min in brackets)\n\n`,
+      `${availableParallelism()} cores; ${o.repeat} runs of each command, interleaved; medians (min in brackets); cpu: the CPU time of the whole process tree, launcher and ranks (what other load on the machine changes least)\n\n`,
     );
     const timings = await timeAll(commands, o.repeat);
     const wall = (c: Command) => median((timings.get(c) as Timing).wallMs);
     const base = wall(bare);
-    const rows: string[][] = [["command", "wall s", "x bare node", "target", "verdict"]];
+    const rows: string[][] = [["command", "wall s", "x bare node", "cpu s", "target", "verdict"]];
     for (const c of commands) {
       const t = timings.get(c) as Timing;
-      const target = c === one ? TARGET_ONE : c === many ? TARGET_MANY : undefined;
       const ratio = wall(c) / base;
+      // -n 1 against bare node; the large job in seconds (its target is for 64 ranks: judged at that size only).
+      const target =
+        c === one
+          ? { text: `<= ${TARGET_ONE}x`, met: ratio <= TARGET_ONE }
+          : c === many && o.np === 64
+            ? { text: `<= ${TARGET_MANY_S} s`, met: wall(c) / 1000 <= TARGET_MANY_S }
+            : undefined;
       rows.push([
         c.label,
         `${fmt(wall(c) / 1000)} [${fmt(Math.min(...t.wallMs) / 1000)}]`,
         fmt(ratio),
-        target === undefined ? "" : `<= ${target}x`,
-        target === undefined ? "" : score.verdict(ratio <= target),
+        t.cpuMs.length === 0 ? "" : fmt(median(t.cpuMs) / 1000),
+        target?.text ?? "",
+        target === undefined ? "" : score.verdict(target.met),
       ]);
     }
     process.stdout.write(`${formatTable(rows)}\n`);

@@ -17,6 +17,12 @@ export interface RankProcess {
   readonly exit: Promise<RankExit>;
   /** Sends `signal` to the rank and to the processes it started; does nothing once the rank has exited. */
   signal(signal: NodeJS.Signals): void;
+  /**
+   * Whether the rank's process is stopped (SIGSTOP, SIGTSTP, a debugger), where the back-end can see it (a local
+   * process); absent or false otherwise. Lets the launcher tell a rank stopped before its first record from one
+   * that node is still starting on a busy machine, without waiting for the whole start allowance.
+   */
+  stopped?(): boolean;
 }
 
 /**

@@ -1,17 +1,6 @@
 import { readFileSync } from "node:fs";
 import { totalmem } from "node:os";
-import {
-  addressFacing,
-  ENV,
-  formatJobKey,
-  makeJobKey,
-  DISTRIBUTED_COMBINATIONS,
-  INITIATION_STRATEGIES,
-  PARTNER_POLICIES,
-  resolvePoolConfig,
-  TERMINATION_DETECTORS,
-  TOPOLOGIES,
-} from "../lib/internal.ts";
+import { addressFacing, ENV, formatJobKey, makeJobKey } from "../lib/internal-start.ts";
 import { resolveApp } from "./app-path.ts";
 import { PACKAGE_ROOT } from "./loader.ts";
 import { MIN_SECONDS, OptionReader } from "./argv.ts";
@@ -54,8 +43,16 @@ Options:
   -v, --version   show the version
 `;
 
+/**
+ * The pools' registries and options, loaded when a command needs them (help, --pool): `workpool launch` without
+ * --pool starts its ranks without loading the pools.
+ */
+const pools = () => import("../lib/internal.ts");
+
 /** The distributed strategies, one line each, from the registries (a new strategy shows up here by itself). */
-function strategyHelp(): string {
+async function strategyHelp(): Promise<string> {
+  const { INITIATION_STRATEGIES, PARTNER_POLICIES, TERMINATION_DETECTORS, TOPOLOGIES, TOPOLOGY_READERS } =
+    await pools();
   const lines: string[] = [];
   const groups = [
     ["initiation", INITIATION_STRATEGIES],
@@ -67,11 +64,12 @@ function strategyHelp(): string {
       lines.push(`  ${`${key}=${name}`.padEnd(24)}${strategy.summary}`);
     }
   }
-  lines.push(`  topology=${TOPOLOGIES.join("|")}  the graph of partner=neighbours and diffusion`);
+  const readers = TOPOLOGY_READERS.map((r) => (r.option === "partner" ? `partner=${r.name}` : r.name));
+  lines.push(`  topology=${TOPOLOGIES.join("|")}  the graph of ${readers.join(" and ")}`);
   return lines.join("\n");
 }
 
-const LAUNCH_HELP = `Usage: workpool launch [options] <app> [app args...]
+const launchHelp = async () => `Usage: workpool launch [options] <app> [app args...]
 
 Starts N ranks of <app> (a .js/.mjs/.ts/.mts file, or a folder with main.ts, index.ts, main.js,
 index.js or a package.json "main"). Everything after <app> is passed to every rank unchanged.
@@ -115,13 +113,13 @@ Options:
   -h, --help            show this help
 
 Distributed pool strategies (--pool distributed,KEY=NAME,...; docs/distributed.md):
-${strategyHelp()}
+${await strategyHelp()}
 
 Exit status: 0 when every rank exits 0; otherwise the failing rank's status (128+signal if killed),
 124 on timeout, 2 on a bad command line.
 `;
 
-const COMPARE_HELP = `Usage: workpool compare [options] <app> [app args...]
+const compareHelp = async () => `Usage: workpool compare [options] <app> [app args...]
 
 Runs <app> under each pool configuration, K times each, at each rank count, in K rounds that each run
 the baseline and every configuration once (round robin), and prints a table: median wall time in pool
@@ -137,7 +135,7 @@ Options:
                       the report plots efficiency against ranks) (default 2)
       --pool SPEC     a configuration to run; repeat for several (default: centralized, centralized with
                       coordinatorWorks=true, centralized with keep=0 (every put sent to the coordinator, as
-                      in the seed slides), and all ${DISTRIBUTED_COMBINATIONS.length} distributed combinations)
+                      in the seed slides), and all ${(await pools()).DISTRIBUTED_COMBINATIONS.length} distributed combinations)
       --repeat K      runs per configuration (default 3)
       --baseline CMD  a sequential reference: shell command line run K times; its time is the median of its
                       wall times (start-up included) or, if it prints a JSON line with a numeric "seconds"
@@ -192,8 +190,9 @@ async function hostsBackend(app: string, placement: readonly string[], agent: st
 }
 
 /** Validates a `--pool SPEC` completely (keys and values) for a job of `np` ranks. */
-export function checkPoolSpec(spec: string, np: number): void {
+export async function checkPoolSpec(spec: string, np: number): Promise<void> {
   if (spec.trim() === "") throw new UsageError("option --pool: the spec is empty (e.g. centralized, or distributed)");
+  const { resolvePoolConfig } = await pools();
   try {
     resolvePoolConfig(undefined, spec, np);
   } catch (e) {
@@ -227,7 +226,7 @@ async function launch(argv: string[]): Promise<number> {
     switch (flag) {
       case "-h":
       case "--help":
-        process.stdout.write(LAUNCH_HELP);
+        process.stdout.write(await launchHelp());
         return 0;
       case "-n":
       case "--np":
@@ -320,7 +319,7 @@ async function launch(argv: string[]): Promise<number> {
   }
   const ranks = np ?? (hosts ? totalSlots(hosts) : 1);
   if (ranks > MAX_RANKS) throw new UsageError(`the hosts' ${ranks} slots are more than ${MAX_RANKS} ranks; give -n`);
-  if (pool !== undefined) checkPoolSpec(pool, ranks);
+  if (pool !== undefined) await checkPoolSpec(pool, ranks);
   const placement = hosts ? placeRanks(hosts, ranks, oversubscribe) : undefined;
   checkMemory(placement ? placement.filter(isLocalHost).length : ranks, force);
   if (dashboard === undefined && (dashboardHost !== undefined || dashboardKeep !== undefined)) {
@@ -384,10 +383,10 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case "compare": {
         // Loaded only for this command: `workpool launch` starts faster without it.
-        const { parseCompareArgs, runCompare } = await import("./compare.ts");
+        const { parseCompareArgs, runCompare } = await import("./compare/compare.ts");
         const opts = parseCompareArgs(rest, MAX_RANKS);
         if (opts === "help") {
-          process.stdout.write(COMPARE_HELP);
+          process.stdout.write(await compareHelp());
           return 0;
         }
         return await runCompare(opts);

@@ -1,10 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
 import { writeSync } from "node:fs";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import { parseControlAddress, tcpEndpoint } from "../lib/internal.ts";
+import { parseControlAddress, tcpEndpoint } from "../lib/internal-start.ts";
 
 /**
- * One record on a control channel (lib/runtime/control.ts lists them): from a rank, `t` is error, stats, trace,
+ * One record on a control channel (lib/control/channel.ts lists them): from a rank, `t` is error, stats, trace,
  * progress, beat, tolerate or redealt; to a rank, refused or dead.
  */
 export type ControlRecord = Readonly<Record<string, unknown>>;

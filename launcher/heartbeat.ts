@@ -34,7 +34,7 @@ export const START_PER_PROCESS_MS = 1000;
  * How long node may take to start a rank on this machine, beyond `--heartbeat`, before its first record is
  * overdue: START_BASE_MS, plus START_PER_PROCESS_MS for each of the `localRanks` the job starts here and of the
  * `load` (the 1-minute load average when the job starts), per core. A rank's first record is its first
- * heartbeat, sent by its preload before the app is evaluated (lib/runtime/control.ts), so until then the
+ * heartbeat, sent by its preload before the app is evaluated (lib/control/channel.ts), so until then the
  * process is node starting, which takes longer the more processes share the cores: 12 s for 4 ranks on an idle
  * 2-core machine, 46 s for 64 ranks there at load average 8.
  */

@@ -11,7 +11,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { notPrivate, privateFolder, userId } from "../lib/internal.ts";
+import { notPrivate, privateFolder, userId } from "../lib/internal-start.ts";
 
 /**
  * Job folders: where a job keeps its ipc sockets, its control socket and its traces.

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { constants } from "node:os";
 import { join } from "node:path";
-import { ENV, formatJobKey, makeJobKey, serveRendezvous, tcpEndpoint, type TransportKind } from "../lib/internal.ts";
+import { ENV, formatJobKey, makeJobKey, tcpEndpoint, type TransportKind } from "../lib/internal-start.ts";
 import type { RankLauncherFactory, RankProcess } from "./backend.ts";
 import { LocalLauncher } from "./backends/local.ts";
 import { type ControlRecord, ControlServer } from "./control-server.ts";
@@ -110,9 +110,12 @@ function signalNumber(signal: NodeJS.Signals): number {
 export async function runJob(opts: JobOptions): Promise<number> {
   const dir = makeJobFolder();
   const jobId = dir.slice(dir.lastIndexOf("-") + 1);
-  // Every connection of the job is authenticated with this key (lib/comm/keys.ts); it reaches the ranks in
+  // A job of one rank has no connections to make: no rendezvous, no key, and the launcher loads no zeromq (the
+  // rank's connect() returns its world of one at once, as without a launcher).
+  const alone = opts.np === 1;
+  // Every connection of the job is authenticated with this key (lib/comm/job-key.ts); it reaches the ranks in
   // their environment (remote ones: on their standard input), never on a command line. None with --insecure.
-  const key = opts.insecure ? undefined : makeJobKey();
+  const key = opts.insecure || alone ? undefined : makeJobKey();
   const backend = (opts.backend ?? DEFAULT_BACKEND)(dir);
   // Ranks on other hosts meet over TCP at the launcher's address that faces them.
   const transport = backend.rendezvousHost !== undefined ? "tcp" : opts.transport;
@@ -122,10 +125,12 @@ export async function runJob(opts: JobOptions): Promise<number> {
       : transport === "ipc"
         ? `ipc://${dir}/rendezvous`
         : "tcp://127.0.0.1:*";
-  const rendezvous = await serveRendezvous(opts.np, rendezvousAddress, key);
+  const rendezvous = alone
+    ? undefined
+    : await (await import("../lib/internal.ts")).serveRendezvous(opts.np, rendezvousAddress, key);
   // Once every rank has its table, nobody has anything to say to the rendezvous: stop listening, so that its
   // port is open to strangers only while the job starts.
-  rendezvous.complete.then(
+  rendezvous?.complete.then(
     () => rendezvous.close(true),
     () => {},
   );
@@ -190,7 +195,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     if (survival.read(rank, msg)) return;
     if (msg.t === "error" && typeof msg.message === "string") {
       r.lastError = msg.message;
-      // A rank's uncaught error comes here instead of its stderr (lib/runtime/preload.ts): one stack per
+      // A rank's uncaught error comes here instead of its stderr (lib/control/preload.ts): one stack per
       // different message, so N ranks failing the same way (the same bad input, one task's TaskError that
       // every rank rethrows) print it once, from the first rank to report it.
       if (typeof msg.stack === "string" && !printedErrors.has(msg.message)) {
@@ -199,7 +204,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
         stderr.write(`${prefix}${msg.stack.replaceAll("\n", `\n${prefix}`)}\n`);
       }
     } else if (msg.t === "leaving" && Array.isArray(msg.p)) {
-      // A rank closing its world, with what it began (lib/runtime/deaths.ts): passed on to every rank when it
+      // A rank closing its world, with what it began (lib/control/deaths.ts): passed on to every rank when it
       // began less of something than every leaver before it, so a correct job (every rank the same) sends one.
       closing.add(rank);
       const progress = new Map(msg.p as [number, number][]);
@@ -254,7 +259,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
   } catch (e) {
     // No rank has started: the job ends here, leaving nothing behind (the dashboard's port is taken, say).
     await control.close();
-    rendezvous.close();
+    rendezvous?.close();
     backend.close();
     rmSync(dir, { recursive: true, force: true });
     throw e;
@@ -264,9 +269,9 @@ export async function runJob(opts: JobOptions): Promise<number> {
     ...opts.forward,
     [ENV.size]: String(opts.np),
     [ENV.job]: jobId,
-    [ENV.rendezvous]: rendezvous.endpoint,
+    ...(rendezvous ? { [ENV.rendezvous]: rendezvous.endpoint } : {}),
     [ENV.transport]: transport,
-    ...(key ? { [ENV.key]: formatJobKey(key) } : { [ENV.insecure]: "1" }),
+    ...(key ? { [ENV.key]: formatJobKey(key) } : alone ? {} : { [ENV.insecure]: "1" }),
     [ENV.ipcDir]: dir,
     [ENV.control]: control.address,
     [ENV.token]: token,
@@ -322,15 +327,24 @@ export async function runJob(opts: JobOptions): Promise<number> {
           const now = Date.now();
           const s = heartbeatMs / 1000;
           const dueMs = (r: Rank) => firstRecordDueMs(heartbeatMs, r.remote, startMs);
+          // A rank not heard from yet whose process is stopped is not starting: overdue after heartbeatMs, as a
+          // rank that stopped answering is, not after the allowance for a slow start.
+          const stoppedAtStart = (r: Rank) =>
+            !r.heard && now - r.lastHeard > heartbeatMs && (r.process.stopped?.() ?? false);
           const isSilent = (r: Rank) =>
-            !r.exited && !survival.isDead(r.rank) && now - r.lastHeard > (r.heard ? heartbeatMs : dueMs(r));
+            !r.exited &&
+            !survival.isDead(r.rank) &&
+            (now - r.lastHeard > (r.heard ? heartbeatMs : dueMs(r)) || stoppedAtStart(r));
+          const silentWhy = (r: Rank) =>
+            r.heard
+              ? `sent no heartbeat for ${s} s`
+              : stoppedAtStart(r)
+                ? `was stopped before its first record, ${seconds(now - r.lastHeard)} s after it started`
+                : `did not start within ${seconds(dueMs(r))} s`;
           let silent = ranks.find(isSilent);
           while (silent && survival.survives(silent.rank)) {
             silent.process.signal("SIGKILL");
-            survival.died(
-              silent.rank,
-              silent.heard ? `sent no heartbeat for ${s} s` : `did not start within ${seconds(dueMs(silent))} s`,
-            );
+            survival.died(silent.rank, silentWhy(silent));
             silent = ranks.find(isSilent);
           }
           if (!silent) return;
@@ -347,7 +361,10 @@ export async function runJob(opts: JobOptions): Promise<number> {
           stopReason = silent.heard
             ? `workpool: ${where(silent.rank)} sent no heartbeat for ${s} s (stopped, or blocked in one synchronous ` +
               `stretch that long; --heartbeat SECONDS to change, 0 for none); ${stopping}`
-            : `workpool: ${where(silent.rank)} did not start within ${seconds(dueMs(silent))} s (${notStarted}); ${stopping}`;
+            : stoppedAtStart(silent)
+              ? `workpool: ${where(silent.rank)} ${silentWhy(silent)} (its process is stopped: SIGSTOP, or a ` +
+                `debugger; --heartbeat SECONDS to change, 0 for none); ${stopping}`
+              : `workpool: ${where(silent.rank)} did not start within ${seconds(dueMs(silent))} s (${notStarted}); ${stopping}`;
           exitStatus = 1;
           // A stopped rank acts on no SIGTERM: it would hold the job for the grace, to go only by SIGKILL.
           silent.process.signal("SIGKILL");
@@ -428,7 +445,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
   process.off("SIGINT", onSignal);
   process.off("SIGTERM", onSignal);
   process.off("SIGHUP", onSignal);
-  rendezvous.close();
+  rendezvous?.close();
   progress?.stop();
   survival.finish((text) => process.stderr.write(text));
   if (opts.trace && traceDir) {

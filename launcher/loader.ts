@@ -33,8 +33,16 @@ function resolveTsx(): string | undefined {
   }
 }
 
-/** Loaded into every rank before the app: its control channel to the launcher (lib/runtime/preload.ts). */
-const PRELOAD = new URL(FROM_SOURCE ? "../lib/runtime/preload.ts" : "../lib/runtime/preload.js", import.meta.url).href;
+/** Loaded into every rank before the app: its control channel to the launcher (lib/control/preload.ts). */
+const PRELOAD = new URL(FROM_SOURCE ? "../lib/control/preload.ts" : "../lib/control/preload.js", import.meta.url).href;
+
+/**
+ * Loaded before the preload, on its own: it moves a remote rank's job variables into the environment
+ * (lib/control/boot.ts). The preload imports it first too, but in dist/ the preload is bundled (bin/bundle.js),
+ * and a bundle's shared chunks are evaluated before its own first line: a module that reads the environment
+ * when it loads (report.ts) would read it before the job variables are there.
+ */
+const BOOT = new URL(FROM_SOURCE ? "../lib/control/boot.ts" : "../lib/control/boot.js", import.meta.url).href;
 
 const TYPESCRIPT = /\.[cm]?tsx?$/;
 
@@ -48,6 +56,7 @@ export function isTypeScript(app: string): boolean {
  * imports TypeScript files of its own needs `--node-arg=--import=tsx/esm` when the launcher runs from dist/.
  */
 export function rankNodeOptions(app: string): string[] {
-  if (FROM_SOURCE) return ["--conditions=workpool-source", "--import", TS_LOADER, "--import", PRELOAD];
-  return [...(isTypeScript(app) ? ["--import", TS_LOADER] : []), "--import", PRELOAD];
+  if (FROM_SOURCE)
+    return ["--conditions=workpool-source", "--import", TS_LOADER, "--import", BOOT, "--import", PRELOAD];
+  return [...(isTypeScript(app) ? ["--import", TS_LOADER] : []), "--import", BOOT, "--import", PRELOAD];
 }

@@ -3,7 +3,6 @@ export type { Message } from "./comm/matcher.ts";
 export { ANY } from "./comm/matcher.ts";
 export type { ReduceFn, ReduceOp, ReduceOpName } from "./comm/ops.ts";
 export type { RecvOptions } from "./comm/world.ts";
-export { connect, World } from "./comm/world.ts";
 export type { ErrorCode } from "./errors.ts";
 export {
   AbortError,
@@ -27,12 +26,6 @@ export type {
   TerminationDetector,
   Topology,
 } from "./pool/options.ts";
-// The loops add `world.doacross` and `world.parallelFor` to World: imported for that, so that their
-// declarations reach a consumer's type check through index.d.ts (pool.ts's import of doall.ts is a value
-// import, which declarations drop).
-import "./loop/doacross.ts";
-import "./loop/doall.ts";
-import "./loop/map.ts";
 export type { DoacrossBody, DoacrossOptions, DoacrossResult } from "./loop/doacross.ts";
 export type { MapContext, MapHandler, MapOptions } from "./loop/map.ts";
 export type { LoopBody, LoopContext, LoopOptions, LoopResult, LoopStats, StoppableLoopResult } from "./loop/options.ts";
@@ -41,6 +34,8 @@ export { Bound } from "./pool/bound.ts";
 export { Pool } from "./pool/pool.ts";
 export type { TaskOrder } from "./pool/queue.ts";
 export type {
+  GatherKey,
+  GatherOptions,
   PoolStats,
   PutOptions,
   RunOptions,
@@ -49,3 +44,4 @@ export type {
   TaskContext,
   TaskHandler,
 } from "./pool/types.ts";
+export { connect, World } from "./world.ts";

@@ -1,16 +1,11 @@
-/** Internals the launcher, benchmarks and tests need. Not part of the stable API. */
+/**
+ * Internals the launcher, benchmarks and tests need: those of internal-start.ts (what starting ranks takes) and
+ * the rendezvous, the codec and the pool options. Not part of the stable API.
+ */
 
+export * from "./internal-start.ts";
 export { pack, unpack } from "./comm/codec.ts";
-export type { TransportKind } from "./comm/env.ts";
-export { ENV, rankEnvironment, readJobEnv } from "./comm/env.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
-export { addressFacing, resolveHost, tcpEndpoint } from "./comm/address.ts";
-export { formatJobKey, makeJobKey } from "./comm/keys.ts";
-export { notPrivate, privateFolder, userId } from "./comm/private-folder.ts";
-export type { ControlAddress } from "./runtime/control.ts";
-export { parseControlAddress } from "./runtime/control.ts";
-export type { RankDeathListener } from "./runtime/deaths.ts";
-export { onRankDeath } from "./runtime/deaths.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
 export {
   comboFromName,
@@ -22,7 +17,9 @@ export {
   PARTNERED,
   PARTNERS,
   TERMINATIONS,
+  readsTopology,
   TOPOLOGIES,
+  TOPOLOGY_READERS,
 } from "./pool/config.ts";
 export { parsePoolSpec, resolvePoolConfig } from "./pool/options.ts";
 export { PARTNER_POLICIES } from "./pool/partner/registry.ts";

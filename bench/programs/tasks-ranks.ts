@@ -1,7 +1,7 @@
 // The ranks of `npm run bench -- tasks` (bench/tasks.ts). `stop`: rank 0 puts 30 tasks of 3 s that honour
 // ctx.signal (a timer given the signal); the last rank's first task calls ctx.stop after 1 s. Every rank prints
 // one JSON line: when its run settled and, on the stopping rank, when the stop was called (epoch ms, one clock).
-// `hash DIR CONCURRENCY WAIT_MS`: rank 0 puts one task per file of DIR; each reads its file and hashes it, after
+// `hash DIR CONCURRENCY WAIT_MS`: rank 0 puts one task per file of DIR (CONCURRENCY 0: the pool's default); each reads its file and hashes it, after
 // waiting WAIT_MS (0: none; else as for a remote store); rank 0 prints the run's wall time and the xor of the
 // hashes' first words.
 import { createHash } from "node:crypto";

@@ -313,6 +313,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
       signal: new AbortController().signal,
       put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to),
       stop: () => problems.push(`rank ${rank}: a task called ctx.stop (no workload here does)`),
+      give: () => problems.push(`rank ${rank}: a task called ctx.give (no workload here does)`),
     };
     const handler = (task: SimTask, c: TaskContext<SimTask>): number => {
       executed[task.id] = (executed[task.id] ?? 0) + 1;

@@ -1,7 +1,7 @@
 import { basename } from "node:path";
 import { constants } from "node:os";
 import type { Writable } from "node:stream";
-import { ENV, tcpEndpoint } from "../../lib/internal.ts";
+import { ENV, tcpEndpoint } from "../../lib/internal-start.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 import { isLocalHost } from "../hosts.ts";
 import { LocalLauncher } from "./local.ts";
@@ -10,7 +10,7 @@ import { LocalLauncher } from "./local.ts";
  * The POSIX shell a remote rank runs in, called as `sh -c WRAPPER workpool-rank FOLDER APP NODE ARGS...` by the
  * agent on the rank's host. It reads the rank's job description (one JSON line: its WORKPOOL_* variables,
  * the job key among them, and the -x ones) from standard input, so no secret is ever on a command line, and
- * hands it to node as WORKPOOL_BOOT (lib/runtime/boot.ts). It starts node in the launcher's working folder, in
+ * hands it to node as WORKPOOL_BOOT (lib/control/boot.ts). It starts node in the launcher's working folder, in
  * a session of its own, then keeps reading its input: each line is a signal for the rank's process group
  * (TERM, INT, HUP, KILL: how the launcher signals a rank over ssh, which forwards none), and the end of input
  * (the launcher, or its connection to this host, is gone, even by SIGKILL) brings the rank down: SIGTERM,

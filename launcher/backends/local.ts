@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { rankEnvironment } from "../../lib/internal.ts";
+import { rankEnvironment } from "../../lib/internal-start.ts";
 import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
 
 /**
@@ -94,6 +95,7 @@ export class LocalLauncher implements RankLauncher {
       signal: (signal) => {
         if (!exited) signalGroup(child, signal);
       },
+      stopped: () => !exited && child.pid !== undefined && isStopped(child.pid),
     };
     return { rank, stdin: child.stdin ?? undefined };
   }
@@ -114,5 +116,20 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
     } catch {
       /* gone */
     }
+  }
+}
+
+/**
+ * Whether process `pid` is stopped: its state in /proc/PID/stat (Linux) is T (stopped by a signal) or t (by a
+ * debugger). False where /proc cannot tell (another system, a process gone).
+ */
+export function isStopped(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // "pid (comm) state ...": comm may hold spaces and parentheses, so the state follows the last ")".
+    const state = stat.charAt(stat.lastIndexOf(")") + 2);
+    return state === "T" || state === "t";
+  } catch {
+    return false;
   }
 }

@@ -2,6 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { FROM_SOURCE, PACKAGE_ROOT } from "../loader.ts";
 import { UsageError } from "../usage-error.ts";
 import type { LiveJob } from "./state.ts";
 import { traceSoFar } from "./trace.ts";
@@ -35,8 +36,12 @@ const ASSETS: Readonly<Record<string, string>> = {
   "dashboard.css": "text/css; charset=utf-8",
   "dashboard.js": "text/javascript; charset=utf-8",
 };
-/** Beside this module: launcher/dashboard/page/ in a checkout, dist/launcher/dashboard/page/ (copied by the build). */
-const ASSET_DIR = new URL("page/", import.meta.url);
+/**
+ * launcher/dashboard/page/ when the launcher runs from sources; dist/launcher/dashboard/page/ from the build (which
+ * copies it there: this module's own URL is no guide, as bin/bundle.js moves its code into dist/launcher/ or
+ * dist/chunks/).
+ */
+const ASSET_DIR = new URL(FROM_SOURCE ? "launcher/dashboard/page/" : "dist/launcher/dashboard/page/", PACKAGE_ROOT);
 
 export interface DashboardOptions {
   readonly live: LiveJob;

@@ -2,7 +2,7 @@ import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, read
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { notPrivate, parseControlAddress, privateFolder } from "../../lib/internal.ts";
+import { notPrivate, parseControlAddress, privateFolder } from "../../lib/internal-start.ts";
 import { OptionReader } from "../argv.ts";
 import { UsageError } from "../usage-error.ts";
 import type { Snapshot } from "./state.ts";

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ENV } from "../../lib/internal.ts";
+import { ENV } from "../../lib/internal-start.ts";
 import type { ControlRecord, ControlServer } from "../control-server.ts";
 import { DashboardServer } from "./server.ts";
 import { LiveJob } from "./state.ts";

@@ -1,5 +1,5 @@
 import { BootstrapError } from "../errors.ts";
-import { type JobKey, parseJobKey } from "./keys.ts";
+import { type JobKey, parseJobKey } from "./job-key.ts";
 
 /**
  * Every environment variable of a job, in one table: lib/, launcher/ and bench/ read and set these names only
@@ -24,7 +24,7 @@ export const ENV = {
   ipcDir: "WORKPOOL_IPC_DIR",
   /** The launcher's `--pool SPEC`, unparsed; unset without one. */
   pool: "WORKPOOL_POOL",
-  /** The job's CURVE key pair (lib/comm/keys.ts), 80 characters; connect() removes it from the environment. */
+  /** The job's CURVE key pair (lib/comm/job-key.ts), 80 characters; connect() removes it from the environment. */
   key: "WORKPOOL_KEY",
   /** `1`: the job runs without CURVE and has no key (`workpool launch --insecure`). */
   insecure: "WORKPOOL_INSECURE",
@@ -56,7 +56,7 @@ export const ENV = {
    */
   loopGrain: "WORKPOOL_LOOP_GRAIN",
 
-  // The control channel to the launcher (lib/runtime/control.ts). Set by the launcher for every rank.
+  // The control channel to the launcher (lib/control/channel.ts). Set by the launcher for every rank.
   /** Where the launcher's control server listens: `ipc://PATH` (a Unix socket) or `tcp://HOST:PORT`. */
   control: "WORKPOOL_CONTROL",
   /** The job's secret: a rank's first line on the control channel must carry it. */
@@ -67,13 +67,13 @@ export const ENV = {
   reportProgress: "WORKPOOL_REPORT_PROGRESS",
   /**
    * A remote rank's job variables as one JSON object, set by the wrapper the launcher starts on its host from
-   * the line it sends on standard input (launcher/backends/hosts.ts); lib/runtime/boot.ts moves them into the
+   * the line it sends on standard input (launcher/backends/hosts.ts); lib/control/boot.ts moves them into the
    * environment before anything reads it.
    */
   boot: "WORKPOOL_BOOT",
   /** `1`: pools send the launcher their trace events (`--trace`). */
   reportTrace: "WORKPOOL_REPORT_TRACE",
-  /** `1`: every rank sends live samples for the dashboard from its start (lib/runtime/live.ts). */
+  /** `1`: every rank sends live samples for the dashboard from its start (lib/control/live.ts). */
   reportLive: "WORKPOOL_REPORT_LIVE",
 } as const;
 

@@ -8,7 +8,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { BootstrapError } from "../errors.ts";
 import { tcpEndpoint } from "./address.ts";
 import { ENV, envInteger, type JobEnv, MAX_SIZE } from "./env.ts";
-import { formatJobKey, type JobKey, makeJobKey, parseJobKey } from "./keys.ts";
+import { formatJobKey, type JobKey, makeJobKey, parseJobKey } from "./job-key.ts";
 import { expandNodelist } from "./nodelist.ts";
 import { notPrivate, privateFolder } from "./private-folder.ts";
 import { connectTimeoutMs, type RendezvousService, serveRendezvous } from "./rendezvous.ts";

@@ -1,8 +1,10 @@
-import * as zmq from "zeromq";
+import { loadZmq } from "./zmq.ts";
 import { BootstrapError } from "../errors.ts";
 import { pack, unpack } from "./codec.ts";
 import { ENV } from "./env.ts";
-import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
+import { clientOptions, type JobKey, serverOptions } from "./job-key.ts";
+
+const zmq = loadZmq();
 
 /**
  * Rendezvous: how N ranks that know only (rank, size, one address) learn every rank's endpoint.

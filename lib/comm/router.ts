@@ -6,7 +6,7 @@ import * as coll from "./collectives.ts";
 import { ANY, Matcher } from "./matcher.ts";
 import type { Transport } from "./transport.ts";
 import { appZmqWaiting } from "./zmq-activity.ts";
-import { report } from "../runtime/report.ts";
+import { report } from "../control/report.ts";
 
 /**
  * Message contexts are u32 numbers, like MPI communicator contexts: traffic in one never matches receives in
@@ -280,7 +280,7 @@ export class Router {
   }
 
   /**
-   * World rank `rank` died (the launcher told this process; lib/runtime/deaths.ts), `why` says how. From now on
+   * World rank `rank` died (the launcher told this process; lib/control/deaths.ts), `why` says how. From now on
    * its frames still on their way are dropped (neither delivered nor counted by `close`), the transport drops
    * it (`Transport#drop`), sends to it reject with RankFailedError (pools' are dropped: see `handLate`), and in
    * every communicator it is a member of: the receives waiting for it or for ANY source reject with
@@ -450,7 +450,7 @@ export class Router {
   /**
    * Tells every other rank that this one is closing, with its counters (`trackProgress`): a rank waiting in a
    * pool run or collective this one never began then fails it, naming this rank, instead of waiting for good.
-   * Through the launcher's control channel (lib/runtime/deaths.ts), which every rank has: sent to each peer
+   * Through the launcher's control channel (lib/control/deaths.ts), which every rank has: sent to each peer
    * directly, it opened a socket to every one at close (1,023 at most in a process) and could hold the exit of
    * a rank whose peer had already gone. Without a launcher, nothing is sent.
    */

@@ -1,7 +1,10 @@
-import * as zmq from "zeromq";
+import type * as Zmq from "zeromq";
+import { loadZmq } from "./zmq.ts";
 import { HEADER_BYTES } from "./codec.ts";
-import { clientOptions, type JobKey, serverOptions } from "./keys.ts";
+import { clientOptions, type JobKey, serverOptions } from "./job-key.ts";
 import { ownSocket } from "./zmq-activity.ts";
+
+const zmq = loadZmq();
 
 /**
  * The wire: one PULL inbox per rank, and one PUSH socket per peer this rank sends to (connected lazily,
@@ -60,7 +63,7 @@ interface Arriving {
 }
 
 interface Outbox {
-  readonly socket: zmq.Push;
+  readonly socket: Zmq.Push;
   /** Frames ready to go, oldest first from `head`; all of them were queued before the open frame. */
   frames: (Outgoing | undefined)[];
   head: number;
@@ -79,7 +82,7 @@ interface Outbox {
 
 export class Transport {
   readonly endpoint: string;
-  private readonly inbox: zmq.Pull;
+  private readonly inbox: Zmq.Pull;
   /** Socket options of this rank's connections to others: CURVE clients of the job's key, if it has one. */
   private readonly clientOptions: ReturnType<typeof clientOptions>;
   /** The largest piece of a large message's body: PIECE_BYTES under CURVE, else the body whole. */
@@ -93,7 +96,7 @@ export class Transport {
   private sendError: Error | undefined;
   private closed = false;
 
-  private constructor(inbox: zmq.Pull, endpoint: string, key: JobKey | undefined) {
+  private constructor(inbox: Zmq.Pull, endpoint: string, key: JobKey | undefined) {
     this.inbox = inbox;
     this.endpoint = endpoint;
     this.clientOptions = clientOptions(key);

@@ -6,14 +6,14 @@ import * as coll from "./collectives.ts";
 import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
 import { ENV, type JobEnv, readJobEnv } from "./env.ts";
 import { detectForeignLaunch, meetForeignJob } from "./foreign.ts";
-import { checkCurve } from "./keys.ts";
+import { checkCurve } from "./job-key.ts";
 import { ANY, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
 import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
 import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
 import { checkSplitArguments, planSplit } from "./split.ts";
 import { Transport } from "./transport.ts";
-import { onRankDeath, onRankLeft } from "../runtime/deaths.ts";
+import { onRankDeath, onRankLeft } from "../control/deaths.ts";
 
 export { CONTEXT, type ContextListener } from "./router.ts";
 
@@ -45,7 +45,8 @@ const RESOLVED: Promise<void> = Promise.resolve();
 
 /**
  * A communicator: the ranks of the job (the world, from `connect()`) or a group of them (from `split`), this
- * process's rank among them, point-to-point messages and collectives between them, and pools over them.
+ * process's rank among them, point-to-point messages and collectives between them. The app's handle is World
+ * (lib/world.ts), this class with pools and loops over the same ranks: messaging imports nothing from them.
  *
  * Concurrency rules:
  * - Any number of `recv`s may wait at once. A message goes to the earliest-posted receive it matches;
@@ -71,7 +72,7 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   sockets, and a process that ends with status 0 anyway exits with status 1 and a message saying why, so the
  *   launcher brings the job down.
  * - A rank's death brings the job down, unless a pool asked the launcher to survive it (`retries`): the
- *   launcher then tells every rank left (lib/runtime/deaths.ts), all in the same order, and messaging goes on
+ *   launcher then tells every rank left (lib/control/deaths.ts), all in the same order, and messaging goes on
  *   without the dead rank. Its messages still on their way are dropped. `send` and `sendrecv` to it reject
  *   with RankFailedError (`rank`: its rank in the communicator called; the message names the call and why it
  *   died). In every communicator it was a member of, the receives waiting for it, and those waiting for ANY
@@ -82,7 +83,7 @@ const RESOLVED: Promise<void> = Promise.resolve();
  *   Communicators without it are unaffected. The world's `close()` is then collective over the ranks alive,
  *   and still ends if a rank dies while it runs.
  */
-export class World implements AsyncDisposable {
+export class Communicator implements AsyncDisposable {
   /** This process's rank in this communicator, 0..size-1. */
   readonly rank: number;
   /** The number of ranks in this communicator. */
@@ -251,7 +252,7 @@ export class World implements AsyncDisposable {
 
   /**
    * @internal World rank `rank` died, `why` says how (connect() wires the launcher's death notices here,
-   * lib/runtime/deaths.ts): see the class comment. Ranks are world ranks, on whichever communicator it is
+   * lib/control/deaths.ts): see the class comment. Ranks are world ranks, on whichever communicator it is
    * called. Idempotent per rank.
    */
   peerDied(rank: number, why: string): void {
@@ -505,7 +506,7 @@ export class World implements AsyncDisposable {
    * communicator's. A process runs one split at a time (on any communicator); another one started meanwhile
    * rejects with InvalidArgumentError.
    */
-  async split(color: number | undefined, key = 0, opts?: CollectiveOptions): Promise<World | undefined> {
+  async split(color: number | undefined, key = 0, opts?: CollectiveOptions): Promise<this | undefined> {
     this.checkCollective("split");
     checkSplitArguments(color, key);
     const router = this.router;
@@ -519,7 +520,9 @@ export class World implements AsyncDisposable {
       const plan = await planSplit(this.channel, color, key, router.nextBlock, opts);
       router.nextBlock = plan.nextBlock;
       if (!plan.members) return undefined;
-      return new World(this.env, {
+      // Of this one's class: a World's split is a World, with pools and loops.
+      const Same = this.constructor as new (env: JobEnv, scope: SubScope) => this;
+      return new Same(this.env, {
         router,
         members: plan.members.map((r) => this.worldRank(r)),
         rank: plan.members.indexOf(this.rank),
@@ -600,27 +603,26 @@ export class World implements AsyncDisposable {
   }
 }
 
-let joined: Promise<World> | undefined;
-
 /**
  * Joins the job this process was started in: by `workpool launch` (on this host or several), or directly by
  * Open MPI's `mpirun` or Slurm's `srun` (lib/comm/foreign.ts reads their variables; docs/hosts.md). Run without
- * a launcher, it returns a world of size 1. Calling it again returns the same world.
+ * a launcher, it resolves to a world of size 1. `make` builds the world from the job's environment (World's
+ * `connect()` in lib/world.ts calls this once and keeps the promise).
  */
-export function connect(): Promise<World> {
-  joined ??= join();
-  return joined;
-}
-
-async function join(): Promise<World> {
+export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W): Promise<W> {
   // Started by mpirun or srun rather than `workpool launch`: this process's rank 0 serves the rendezvous.
   const launch = detectForeignLaunch();
   const meeting = launch && launch.size > 1 ? await meetForeignJob(launch) : undefined;
   const env = meeting?.env ?? readJobEnv();
   // The job's key is this process's to use, not its children's: a process the app starts is no rank.
   delete process.env[ENV.key];
-  const world = new World(env);
-  if (env.size === 1 && !env.rendezvous) return world;
+  const world = make(env);
+  if (env.size === 1 && !env.rendezvous) {
+    // `workpool launch -n 1` serves no rendezvous: a world of one has no connection to make. Its rank is still
+    // held to close(), as every rank of a launched job is: an app that passes at -n 1 then runs on -n 16 too.
+    if (env.job !== "local") requireClose(world, env);
+    return world;
+  }
   const rendezvous = env.rendezvous as string;
   const key = env.key;
   if (key) checkCurve();
@@ -657,25 +659,32 @@ async function join(): Promise<World> {
     // Deaths the launcher survives (a pool with retries asked it to): the world goes on among the others.
     onRankDeath((rank, why) => world.peerDied(rank, why));
     onRankLeft((rank, progress) => world.peerLeft(rank, progress));
-    // close() is collective: a rank that ends without it would leave the others waiting there for good, so
-    // such an end is a failure, with a message the launcher passes on when it brings the job down.
-    process.once("exit", (code) => {
-      // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
-      if (code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
-      const failure = world.failure;
-      if (failure) {
-        // The app caught the failure and ended normally: the others would wait for this rank for good.
-        process.stderr.write(`workpool: ${failure.message}\n`);
-        process.exitCode = 1;
-        return;
-      }
-      if (world.isClosed) return;
-      process.stderr.write(
-        `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
-          "collective, like MPI_Finalize: the others wait there for this rank)\n",
-      );
-      process.exitCode = 1;
-    });
+    requireClose(world, env);
   }
   return world;
+}
+
+/**
+ * close() is collective: a rank that ends without it would leave the others waiting there for good, so such an
+ * end is a failure, with a message the launcher passes on when it brings the job down.
+ */
+function requireClose(world: Communicator, env: JobEnv): void {
+  process.once("exit", (code) => {
+    // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
+    if (code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
+    const failure = world.failure;
+    if (failure) {
+      // The app caught the failure and ended normally: the others would wait for this rank for good.
+      process.stderr.write(`workpool: ${failure.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    if (world.isClosed) return;
+    const others = env.size === 1 ? "on more ranks, the others would wait there" : "the others wait there";
+    process.stderr.write(
+      `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
+        `collective, like MPI_Finalize: ${others} for this rank)\n`,
+    );
+    process.exitCode = 1;
+  });
 }

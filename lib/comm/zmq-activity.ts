@@ -1,4 +1,7 @@
-import * as zmq from "zeromq";
+import type * as Zmq from "zeromq";
+import { loadZmq } from "./zmq.ts";
+
+const zmq = loadZmq();
 
 /**
  * How many sends and receives the app has waiting on ZeroMQ sockets of its own (not the job's: see `ownSocket`).
@@ -15,7 +18,7 @@ const own = new WeakSet<object>();
 let pending = 0;
 
 /** Marks `socket` as one of the job's own (a rank's inbox or outbox): its operations are not the app's. */
-export function ownSocket(socket: zmq.Socket): void {
+export function ownSocket(socket: Zmq.Socket): void {
   own.add(socket);
 }
 
@@ -24,14 +27,14 @@ export function appZmqWaiting(): number {
   return pending;
 }
 
-type Method = (this: zmq.Socket, ...args: unknown[]) => Promise<unknown>;
+type Method = (this: Zmq.Socket, ...args: unknown[]) => Promise<unknown>;
 const COUNTED = Symbol.for("workpool.zmqCounted");
 
 function count(name: "send" | "receive"): void {
   const proto = zmq.Socket.prototype as unknown as Record<string, Method & { [COUNTED]?: true }>;
   const original = proto[name];
   if (!original || original[COUNTED]) return;
-  const counted = function (this: zmq.Socket, ...args: unknown[]): Promise<unknown> {
+  const counted = function (this: Zmq.Socket, ...args: unknown[]): Promise<unknown> {
     if (own.has(this)) return original.apply(this, args);
     pending++;
     let promise: Promise<unknown>;

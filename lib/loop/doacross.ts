@@ -17,7 +17,7 @@
  * sent, so neighbours need not agree on it.
  */
 import { pack } from "../comm/codec.ts";
-import { World } from "../comm/world.ts";
+import type { Communicator } from "../comm/world.ts";
 import { deferred } from "../deferred.ts";
 import { AbortError, describe, InvalidArgumentError } from "../errors.ts";
 import { doacrossBlock, TimeFilter } from "./grain.ts";
@@ -82,7 +82,7 @@ interface Channel {
   next: number;
 }
 
-const channels = new WeakMap<World, Channel>();
+const channels = new WeakMap<Communicator, Channel>();
 
 function inboxOf(ch: Channel, seq: number): Inbox {
   let box = ch.inboxes.get(seq);
@@ -94,7 +94,7 @@ function inboxOf(ch: Channel, seq: number): Inbox {
 }
 
 /** The world's private context for pipelines, made on its first DOACROSS loop (collective, like a pool). */
-function channelOf(world: World): Channel {
+function channelOf(world: Communicator): Channel {
   let ch = channels.get(world);
   if (ch) return ch;
   const made: Channel = { context: world.allocateContext(), inboxes: new Map(), next: 0 };
@@ -124,21 +124,9 @@ function channelOf(world: World): Channel {
   return ch;
 }
 
-declare module "../comm/world.ts" {
-  interface World {
-    /**
-     * Collective, on every rank: a DOACROSS loop of `m` rows over `n` columns, pipelined over the ranks with
-     * the block size chosen at run time (docs/loops.md). Rank p owns a contiguous block of the columns and
-     * calls `body` on blocks of rows of them, in row order, each once the previous rank has sent what the
-     * block's first columns need. Resolves on each rank when its last block is done, with its figures.
-     * Rejects with InvalidArgumentError on bad arguments, naming them.
-     */
-    doacross<B>(m: number, n: number, body: DoacrossBody<B>, options?: DoacrossOptions): Promise<DoacrossResult>;
-  }
-}
-
-World.prototype.doacross = async function doacross<B>(
-  this: World,
+/** The body of `world.doacross` (lib/world.ts). */
+export async function doacross<B>(
+  world: Communicator,
   m: number,
   n: number,
   body: DoacrossBody<B>,
@@ -157,8 +145,7 @@ World.prototype.doacross = async function doacross<B>(
   if (fixed !== undefined && (!Number.isSafeInteger(fixed) || fixed <= 0)) {
     throw new InvalidArgumentError(`doacross: option \`blockSize\` must be a positive integer; got ${describe(fixed)}`);
   }
-  this.checkOpen("doacross");
-  const world = this;
+  world.checkOpen("doacross");
   const ch = channelOf(world);
   const seq = ch.next++;
   const box = inboxOf(ch, seq);
@@ -266,7 +253,7 @@ World.prototype.doacross = async function doacross<B>(
     ch.inboxes.delete(seq);
   }
   return { cols: [c0, c1], blocks, blockSize: b, busyMs, waitMs, iterationMs: filter.ms, fixedMs, perByteMs };
-};
+}
 
 /** The block size for the `rows` rows left (seed §4.2.4, grain.ts), from this rank's measured costs. */
 function blockSize(P: number, rows: number, iterationMs: number, fixedMs: number, rowBytesMs: number): number {

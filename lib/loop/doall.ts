@@ -25,7 +25,7 @@
  * Every index is in exactly one block, probe or range, and the pool runs every task exactly once.
  */
 import { type ReduceFn, resolveOp } from "../comm/ops.ts";
-import { World } from "../comm/world.ts";
+import type { Communicator } from "../comm/world.ts";
 import { describe, InvalidArgumentError } from "../errors.ts";
 import { DEFAULT_MODE } from "../pool/config.ts";
 import { impliedMode, parsePoolSpec, type PoolConfig, type PoolOptions } from "../pool/options.ts";
@@ -36,7 +36,6 @@ import {
   type LoopContext,
   type LoopOptions,
   type LoopResult,
-  type StoppableLoopResult,
   type LoopStats,
   resolveLoop,
 } from "./options.ts";
@@ -77,7 +76,7 @@ interface LoopPool {
   readonly running: boolean;
   put(task: Piece, options?: PutOptions): void;
   run(handler: TaskHandler<Piece, unknown>, options: RunOptions<unknown>): Promise<RunResult<unknown>>;
-  /** The loop's size and progress here, for the live view (lib/runtime/live.ts), taken by the next run. */
+  /** The loop's size and progress here, for the live view (lib/control/live.ts), taken by the next run. */
   nextLoop: { readonly total: number; readonly done: () => number } | undefined;
 }
 
@@ -159,7 +158,7 @@ export function blockOf(start: number, end: number, w: number, parts: number): [
 /** @internal `pool.forEach`: see Pool.forEach. */
 export async function forEach<R>(
   poolObject: object,
-  world: World,
+  world: Communicator,
   start: number,
   end: number,
   body: LoopBody<R>,
@@ -470,7 +469,7 @@ export async function forEach<R>(
  * the spec says otherwise. A loop's ranges are dealt once and rarely move, so a coordinator that only deals
  * would idle a core for the whole loop (`-n 2`: one worker); a pool made in code keeps its own options.
  */
-function loopPoolOptions(spec: string | undefined): PoolOptions | undefined {
+export function loopPoolOptions(spec: string | undefined): PoolOptions | undefined {
   let fromSpec: PoolOptions = {};
   try {
     fromSpec = spec ? parsePoolSpec(spec) : {};
@@ -481,54 +480,18 @@ function loopPoolOptions(spec: string | undefined): PoolOptions | undefined {
   return centralized && fromSpec.coordinatorWorks === undefined ? { coordinatorWorks: true } : undefined;
 }
 
-/** Each world's pool for `parallelFor` and `map`, made on its first loop (every rank makes it at the same point). */
-const loopPools = new WeakMap<World, ReturnType<World["pool"]>>();
-
-/** @internal The pool of a world's `parallelFor` and `map`, made on the first call. */
-export function loopPoolOf(world: World): ReturnType<World["pool"]> {
-  let pool = loopPools.get(world);
-  if (!pool) {
-    pool = world.pool(loopPoolOptions(world.env.pool));
-    loopPools.set(world, pool);
-  }
-  return pool;
-}
-
-declare module "../comm/world.ts" {
-  interface World {
-    /**
-     * Collective, on every rank: runs `body(i)` once for every i in `start` up to `end` (exclusive), spread
-     * over the ranks in ranges whose size is chosen from measured iteration times (docs/loops.md), and
-     * resolves on every rank with `result`, every value `body` returned combined with `options.reduce` (sum
-     * by default). The loops of one world share one pool, made on the first loop from the launcher's
-     * `--pool SPEC`, where a centralized pool's coordinator works too unless the spec sets `coordinatorWorks`;
-     * for other pool options, make a pool and call its `forEach`. A loop whose body may `ctx.stop(value)`
-     * with a value of another type than it returns names that type as the second type argument
-     * (`parallelFor<number, Found>(...)`), as for `pool.run`.
-     */
-    parallelFor<R = number>(
-      start: number,
-      end: number,
-      body: LoopBody<R>,
-      options?: LoopOptions<R>,
-    ): Promise<LoopResult<R>>;
-    parallelFor<R, S>(
-      start: number,
-      end: number,
-      body: LoopBody<R, S>,
-      options?: LoopOptions<R>,
-    ): Promise<StoppableLoopResult<R, S>>;
-  }
-}
-
-// One implementation for both declarations (the second only types the stop value).
-World.prototype.parallelFor = async function parallelFor<R>(
-  this: World,
+/**
+ * The body of `world.parallelFor` (lib/world.ts): checks the arguments, then runs the loop on the world's loop
+ * pool (`loopPool`, made on the first loop, after the checks).
+ */
+export async function parallelFor<R>(
+  loopPool: () => object,
+  world: Communicator,
   start: number,
   end: number,
   body: LoopBody<R>,
   options?: LoopOptions<R>,
 ): Promise<LoopResult<R>> {
   resolveLoop("parallelFor", start, end, body, options as LoopOptions<unknown> | undefined);
-  return forEach(loopPoolOf(this), this, start, end, body, options, "parallelFor");
-} as World["parallelFor"];
+  return forEach(loopPool(), world, start, end, body, options, "parallelFor");
+}

@@ -15,13 +15,13 @@
  * results have reached the root. A task run twice (re-dealt after a death, or speculated) sends its results twice:
  * the root keeps the first copy of each index.
  */
-import { World } from "../comm/world.ts";
+import type { Communicator } from "../comm/world.ts";
 import { deferred } from "../deferred.ts";
 import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
 import { describe, EncodeError, InvalidArgumentError, TaskError } from "../errors.ts";
 import type { PoolConfig } from "../pool/options.ts";
 import type { PutOptions, RunOptions, RunResult, TaskContext } from "../pool/types.ts";
-import { blockOf, forEach, loopPoolOf, workingRanks } from "./doall.ts";
+import { blockOf, forEach, workingRanks } from "./doall.ts";
 import type { LoopContext } from "./options.ts";
 
 /** What a map handler gets besides its item and index. */
@@ -80,7 +80,7 @@ interface MapPool {
   ): Promise<RunResult<number>>;
   listenMap(listener: (source: number, body: Record<string, unknown>) => void): void;
   postMap(dest: number, body: Record<string, unknown>): void;
-  /** The map's size and progress here, for the live view (lib/runtime/live.ts), taken by the next run. */
+  /** The map's size and progress here, for the live view (lib/control/live.ts), taken by the next run. */
   nextLoop: { readonly total: number; readonly done: () => number } | undefined;
 }
 
@@ -143,7 +143,14 @@ function isPromise(v: unknown): v is Promise<unknown> {
 }
 
 /** Validates a map's arguments up front; the messages name the call, the argument and what was received. */
-function checkMap(call: string, world: World, config: PoolConfig, items: unknown, handler: unknown, options: unknown) {
+function checkMap(
+  call: string,
+  world: Communicator,
+  config: PoolConfig,
+  items: unknown,
+  handler: unknown,
+  options: unknown,
+) {
   if (!Array.isArray(items)) {
     throw new InvalidArgumentError(
       `${call}: \`items\` must be an array, the same on every rank; got ${describe(items)}`,
@@ -193,7 +200,7 @@ function checkMap(call: string, world: World, config: PoolConfig, items: unknown
 /** @internal `pool.map` and `world.map`: see Pool.map. */
 export async function mapOn<I, R>(
   poolObject: object,
-  world: World,
+  world: Communicator,
   items: readonly I[],
   handler: MapHandler<I, R>,
   options?: MapOptions,
@@ -329,7 +336,7 @@ export async function mapOn<I, R>(
  */
 async function inFlight(
   pool: MapPool,
-  world: World,
+  world: Communicator,
   n: number,
   body: (i: number, c: LoopContext) => Promise<void> | undefined,
   options: MapOptions,
@@ -376,30 +383,3 @@ async function inFlight(
     );
   }
 }
-
-declare module "../comm/world.ts" {
-  interface World {
-    /**
-     * Collective, on every rank: runs `handler(items[i], i, ctx)` once for every item, spread over the ranks
-     * as `parallelFor` spreads a loop (on the same pool), and resolves on `options.root` (default 0) to every
-     * item's result in item order, and to undefined on the other ranks. Every rank gives the same items (SPMD:
-     * compute them, or read them, on every rank). Results travel straight from the rank that ran an item to the
-     * root. Rejects with TaskError if a handler threw, its `task` the item's index and its message naming it.
-     */
-    map<I, R>(items: readonly I[], handler: MapHandler<I, R>, options?: MapOptions): Promise<R[] | undefined>;
-  }
-}
-
-// Defined here, as parallelFor is in doall.ts: lib/comm imports nothing from lib/loop.
-World.prototype.map = function map<I, R>(
-  this: World,
-  items: readonly I[],
-  handler: MapHandler<I, R>,
-  options?: MapOptions,
-): Promise<R[] | undefined> {
-  try {
-    return mapOn(loopPoolOf(this), this, items, handler, options);
-  } catch (e) {
-    return Promise.reject(e);
-  }
-};

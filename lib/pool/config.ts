@@ -1,7 +1,10 @@
 /**
  * Every pool default, and the names of the strategies a pool can be configured with. The names are literal
  * unions that the strategy registries (`balance/registry.ts`, `partner/registry.ts`,
- * `termination/registry.ts`) must satisfy key for key, so this module imports no strategy, and every list
+ * `termination/registry.ts`) must satisfy key for key, and the tables of who reads `partner` and `topology`
+ * are checked against what each strategy declares it reads (`reads`, test/pool/strategies.test.ts). This
+ * module imports no strategy: the strategies' types reach the pool's configuration types, which import the
+ * names from here, and the module graph has no cycle, type-only imports included (test/structure). Every list
  * of strategies elsewhere (help text, `workpool compare`, tests, benchmarks) derives from these arrays.
  */
 import type { TaskOrder } from "./queue.ts";
@@ -14,9 +17,9 @@ export const ORDERS = ["lifo", "fifo"] as const satisfies readonly TaskOrder[];
 export const INITIATIONS = ["receiver", "sender", "diffusion", "ripple", "lifeline"] as const;
 export type Initiation = (typeof INITIATIONS)[number];
 /**
- * The initiations that pick partners with the `partner` policy. The others bring their own graph: diffusion
- * balances with its neighbours in `topology`, Ripple along a spanning tree, lifeline steals from random
- * victims and then waits on its lifelines (a base-4 hypercube).
+ * The initiations that pick partners with the `partner` policy (their descriptors read `partner`). The others
+ * bring their own graph: diffusion balances with its neighbours in `topology`, Ripple along a spanning tree,
+ * lifeline steals from random victims and then waits on its lifelines (a base-4 hypercube).
  */
 export const PARTNERED: { readonly [K in Initiation]: boolean } = {
   receiver: true,
@@ -28,12 +31,26 @@ export const PARTNERED: { readonly [K in Initiation]: boolean } = {
 /** Distributed: whom a rank asks or pushes to (one file each in `partner/`). */
 export const PARTNERS = ["round-robin", "random", "ring", "neighbours"] as const;
 export type PartnerPolicy = (typeof PARTNERS)[number];
-/** Distributed: the graph of `partner=neighbours` and of diffusion (`topology.ts`). */
+/** Distributed: the graph of the strategies that read `topology` (`topology.ts`). */
 export const TOPOLOGIES = ["hypercube", "torus", "ring"] as const;
 export type Topology = (typeof TOPOLOGIES)[number];
 /** Distributed: how the end of a run is detected (one file each in `termination/`). */
 export const TERMINATIONS = ["token-ring", "tree"] as const;
 export type TerminationDetector = (typeof TERMINATIONS)[number];
+
+/** The strategies that read `topology` (their descriptors say so): partner policies first, then initiations. */
+export const TOPOLOGY_READERS: readonly (
+  | { readonly option: "partner"; readonly name: PartnerPolicy }
+  | { readonly option: "initiation"; readonly name: Initiation }
+)[] = [
+  { option: "partner", name: "neighbours" },
+  { option: "initiation", name: "diffusion" },
+];
+
+/** Whether a distributed configuration reads `topology`: its initiation does, or its partner policy. */
+export function readsTopology(c: { readonly initiation: Initiation; readonly partner?: PartnerPolicy }): boolean {
+  return TOPOLOGY_READERS.some((r) => (r.option === "initiation" ? r.name === c.initiation : r.name === c.partner));
+}
 
 /** One distributed configuration; `partner` only for the initiations that use one (PARTNERED). */
 export interface DistributedCombination {

@@ -23,11 +23,13 @@ import {
   ORDERS,
   PARTNERED,
   PARTNERS,
+  readsTopology,
   type PartnerPolicy,
   type PoolMode,
   TERMINATIONS,
   type TerminationDetector,
   TOPOLOGIES,
+  TOPOLOGY_READERS,
   type Topology,
 } from "./config.ts";
 import type { TaskOrder } from "./queue.ts";
@@ -295,9 +297,10 @@ export function resolvePoolConfig(
         `pool option \`partner\` applies to the ${partnered} initiations only; initiation ${config.initiation} picks its own partners`,
       );
     }
-    if (merged.topology !== undefined && config.partner !== "neighbours" && config.initiation !== "diffusion") {
+    if (merged.topology !== undefined && !readsTopology(config)) {
+      const readers = TOPOLOGY_READERS.map((r) => `${r.option} ${r.name}`);
       throw new ConfigError(
-        "pool option `topology` applies to partner neighbours and initiation diffusion only; this pool uses neither",
+        `pool option \`topology\` applies to ${readers.join(" and ")} only; this pool uses ${readers.length === 2 ? "neither" : "none of them"}`,
       );
     }
   }

@@ -1,5 +1,5 @@
 import { ENV } from "../comm/env.ts";
-import { World } from "../comm/world.ts";
+import type { Communicator } from "../comm/world.ts";
 import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
 import {
   AbortError,
@@ -11,10 +11,11 @@ import {
   RankFailedError,
   StoppedError,
 } from "../errors.ts";
-import { liveRun, type LiveRun } from "../runtime/live.ts";
-import { REPORT, report } from "../runtime/report.ts";
+import { liveRun, type LiveRun } from "../control/live.ts";
+import { REPORT, report } from "../control/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { engineFor } from "./engines.ts";
+import { flushingAfter, type GatherBatch, Gathering, gatherRoot } from "./gather.ts";
 import { isTaskKey } from "./keys.ts";
 import { forEach } from "../loop/doall.ts";
 import { mapOn, type MapHandler, type MapOptions } from "../loop/map.ts";
@@ -29,6 +30,7 @@ import {
   type PoolStats,
   type PutOptions,
   type RunOptions,
+  type GatherKey,
   type RunResult,
   type StoppableRunResult,
   type TaskContext,
@@ -43,6 +45,8 @@ const BOUND_TAG = 1000;
 const ROOTS_TAG = 1001;
 /** The tag of a batch of `map` results on its way to the collecting rank (loop/map.ts). */
 const MAP_TAG = 1002;
+/** The tag of a batch of values tasks gave (`ctx.give`, gather.ts) in a pool's context. */
+const GATHER_TAG = 1003;
 
 /**
  * A workpool: tasks put on any rank run exactly once on some rank, and `run` resolves on every rank once none
@@ -57,7 +61,7 @@ const MAP_TAG = 1002;
 export class Pool<T = unknown> {
   /** The resolved configuration: the launcher's `--pool SPEC` overridden by code options, then defaults. */
   readonly config: PoolConfig;
-  private readonly world: World;
+  private readonly world: Communicator;
   private readonly context: number;
   private pending: PendingPut<T>[] = [];
   private engine: Engine<T> | undefined;
@@ -75,9 +79,12 @@ export class Pool<T = unknown> {
   /** Where `map` results that arrive here go (loop/map.ts); until a map listens, they wait in mapStash. */
   private mapListener: ((source: number, body: Record<string, unknown>) => void) | undefined;
   private mapStash: [source: number, body: Record<string, unknown>][] = [];
+  /** The running (or ending) run's gathering, if it has the option `gather`; batches of later runs wait. */
+  private gathering: Gathering | undefined;
+  private gatherStash: [source: number, batch: GatherBatch][] = [];
 
   /** @internal use `world.pool()` */
-  constructor(world: World, context: number, config: PoolConfig) {
+  constructor(world: Communicator, context: number, config: PoolConfig) {
     this.world = world;
     this.context = context;
     this.config = config;
@@ -114,6 +121,15 @@ export class Pool<T = unknown> {
       else this.mapStash.push([source, body]);
       return;
     }
+    if (tag === GATHER_TAG) {
+      const batch = body as unknown as GatherBatch;
+      if (this.gathering?.epoch === batch.e) this.gathering.receive(source, batch);
+      else if (batch.e > this.epoch) this.gatherStash.push([source, batch]);
+      // else: a batch of a run that failed here, or of a run without `gather` here (gather.ts: finish)
+      return;
+    }
+    // A rank that began a later run has ended this one: without its `done`, it was not gathering.
+    this.gathering?.heardFrom(source, body.e as number);
     if (tag === BOUND_TAG) {
       const i = body.b as number;
       const b = this.bounds[i];
@@ -245,8 +261,12 @@ export class Pool<T = unknown> {
         `run: option \`concurrency\` must be 1 with a pool that has \`retries\` (it commits between tasks); got ${concurrency}`,
       );
     }
-    if (this.engine) throw new InvalidArgumentError("run: this pool is already running; await the first run");
+    if (this.engine || this.gathering) {
+      throw new InvalidArgumentError("run: this pool is already running; await the first run");
+    }
     if (this.world.isClosed) throw new ClosedError("run: the world is closed");
+    const resilient = this.config.mode === "centralized" && this.config.retries > 0;
+    const gatherAt = gatherRoot(options.gather, this.world, this.config.coordinator, resilient);
     const stats = emptyStats(this.world.rank, this.config.mode);
     stats.tasksPut = this.pending.length;
     stats.startedAt = performance.timeOrigin + performance.now();
@@ -267,6 +287,19 @@ export class Pool<T = unknown> {
     const initial = this.pending;
     this.pending = [];
     if (this.epoch === 1 && this.world.size > 1) this.tellRoots(initial);
+    const gathering =
+      gatherAt === undefined
+        ? undefined
+        : new Gathering(this.world, gatherAt, this.epoch, name, (dest, batch) =>
+            this.world.postEncoded(dest, this.world.encode(this.context, GATHER_TAG, batch, "data")),
+          );
+    this.gathering = gathering;
+    const early = this.gatherStash;
+    this.gatherStash = [];
+    for (const [source, batch] of early) {
+      if (batch.e === this.epoch) gathering?.receive(source, batch);
+      else if (batch.e > this.epoch) this.gatherStash.push([source, batch]);
+    }
     /** The run ended because every task was done (not failed, not stopped): see ctx.put. */
     let completed = false;
     unrun.delete(this as Pool<unknown>);
@@ -288,8 +321,19 @@ export class Pool<T = unknown> {
         }
       },
       stop: (result?: unknown) => engine.stop(result === undefined ? undefined : [result]),
+      give: (key: GatherKey, value: unknown) => {
+        if (!gathering) {
+          throw new InvalidArgumentError(
+            `give: ${name} run ${rt.epoch} has no option \`gather\`: pass { gather: true } to run to have tasks ` +
+              "give values by key",
+          );
+        }
+        if (this.runtime === rt && !ended.signal.aborted) gathering.give(key, value);
+      },
     };
-    const engine = engineFor<T>(rt, handler as TaskHandler<T>, ctx as TaskContext<T>, initial);
+    // Under `retries` a task's values go to the coordinator before its commit (gather.ts): sent as it returns.
+    const run = gathering && resilient && !gathering.collecting ? flushingAfter(handler, gathering) : handler;
+    const engine = engineFor<T>(rt, run as TaskHandler<T>, ctx as TaskContext<T>, initial);
     this.runtime = rt;
     this.engine = engine;
     const stashed = this.stash;
@@ -358,10 +402,18 @@ export class Pool<T = unknown> {
         }, 200)
       : undefined;
     progress?.unref();
+    let gathered: Map<GatherKey, unknown> | undefined;
     try {
-      await engine.done;
+      try {
+        await engine.done;
+      } catch (e) {
+        gathering?.close();
+        throw e;
+      }
       completed = !rt.stopped;
+      gathered = await gathering?.finish();
     } finally {
+      this.gathering = undefined;
       offFailure();
       offDeath();
       offLeave();
@@ -378,7 +430,8 @@ export class Pool<T = unknown> {
     }
     if (REPORT.progress) report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: 0 });
     if (REPORT.stats) report({ t: "stats", pool: name, run: this.epoch, config: this.config, stats });
-    return { ...stats, result: results.final?.[0] as R | undefined, stopped: rt.stopped };
+    const result = { ...stats, result: results.final?.[0] as R | undefined, stopped: rt.stopped };
+    return gathered ? { ...result, gathered } : result;
   }
 
   /** Before the first run: the digest of what this rank put to rank 0, which checks for the same roots everywhere. */
@@ -508,27 +561,17 @@ function awaitRun(pool: Pool<unknown>): void {
   });
 }
 
-declare module "../comm/world.ts" {
-  interface World {
-    /**
-     * Creates a workpool. Options given here override the launcher's `--pool SPEC`; with neither, the pool is
-     * centralized. Every rank must create its pools in the same order. Throws ConfigError on bad options.
-     */
-    pool<T = unknown>(options?: PoolOptions): Pool<T>;
-  }
-}
-
-// Pools sit on top of messaging: `world.pool()` is defined here, so lib/comm imports nothing from lib/pool.
-World.prototype.pool = function pool<T>(this: World, options?: PoolOptions): Pool<T> {
-  this.checkOpen("pool");
+/** The body of `world.pool` (lib/world.ts): a pool on the world's next free context. */
+export function createPool<T>(world: Communicator, options?: PoolOptions): Pool<T> {
+  world.checkOpen("pool");
   let config: PoolConfig;
   try {
-    config = resolvePoolConfig(options, this.env.pool, this.size);
+    config = resolvePoolConfig(options, world.env.pool, world.size);
   } catch (e) {
-    throw specError(e, this.env.pool, this.size);
+    throw specError(e, world.env.pool, world.size);
   }
-  return new Pool<T>(this, this.allocateContext(), config);
-};
+  return new Pool<T>(world, world.allocateContext(), config);
+}
 
 /**
  * `workpool launch` checks `--pool` before any rank starts, but under mpirun or srun WORKPOOL_POOL reaches the

@@ -1,4 +1,4 @@
-import type { World } from "../comm/world.ts";
+import type { Communicator } from "../comm/world.ts";
 import { type Step, where } from "../comm/unsendable.ts";
 import type { RankFailedError } from "../errors.ts";
 import type { PoolConfig } from "./options.ts";
@@ -31,7 +31,7 @@ function poolValueName(path: readonly Step[]): string {
 }
 
 /** The link of a pool over a world: messages in the pool's private context. */
-export function worldLink(world: World, context: number): PoolLink {
+export function worldLink(world: Communicator, context: number): PoolLink {
   return {
     rank: world.rank,
     size: world.size,

@@ -6,7 +6,10 @@
  * message it sends, and a factory) that its folder's registry names. The engine numbers every kind of every
  * strategy in the run's configuration (the same on every rank, since every rank has the same configuration),
  * sends by kind, and routes each arriving tag to the strategy that declared it. So a new strategy touches its
- * own file, one registry line, and its name in `config.ts`; nothing else lists strategies by hand.
+ * own file, one registry line, and its name in `config.ts` (with, if it reads `partner` or `topology`, its
+ * row in PARTNERED or TOPOLOGY_READERS there): the registries' types and test/pool/strategies.test.ts hold
+ * those against the strategies; every other list (`--help`, `workpool compare`'s defaults, the option checks,
+ * benches, tests) derives from config.ts, and tests hold the docs' lists against it.
  *
  * Everything runs on the rank's one thread: a strategy's calls happen between tasks, never during one.
  * Strategies must not depend on the order in which messages arrive (test/pool/simulation.test.ts runs them
@@ -70,12 +73,21 @@ export interface DistributedHost {
   terminate(lastActivityAt: number): void;
 }
 
+/** A pool option that a strategy may read besides the one that names it. */
+export type StrategyOption = "partner" | "topology";
+
 /** What every strategy descriptor has. */
 export interface StrategyInfo {
   /** One line for `workpool launch --help`, `workpool compare` and the docs. */
   readonly summary: string;
   /** Kinds of control message the strategy sends and receives; each gets a tag of its own. */
   readonly messages: readonly string[];
+  /**
+   * The pool options it reads besides its own (none if left out): an initiation that picks partners with the
+   * `partner` policy reads `partner`; one that balances over the `topology` graph reads `topology`. Setting
+   * an option that no strategy of the pool reads is a ConfigError (options.ts).
+   */
+  readonly reads?: readonly StrategyOption[];
 }
 
 // ---- balancing initiation ----
@@ -124,6 +136,8 @@ export interface Partner {
 
 export interface PartnerStrategy {
   readonly summary: string;
+  /** The pool options it reads besides `partner` (StrategyInfo `reads`): `topology`, or none. */
+  readonly reads?: readonly StrategyOption[];
   /**
    * The policy of rank `rank` in a job of `size` ranks (size >= 2); `seed` and `topology` are the pool's
    * options of those names.

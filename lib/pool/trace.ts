@@ -1,4 +1,4 @@
-import { report } from "../runtime/report.ts";
+import { report } from "../control/report.ts";
 
 /** Back-to-back tasks closer than this are drawn as one span (with a task count), so tiny tasks stay cheap. */
 const COALESCE_MS = 0.05;

@@ -55,6 +55,31 @@ export interface TaskContext<T, S = unknown> {
    * rank see `signal` abort; `run` does not wait for them.
    */
   stop(result?: S): void;
+  /**
+   * Hands `value` back under `key`, in a run given the option `gather`: `run` resolves on the gathering rank
+   * with `gathered`, a Map of every key given to its value (docs/pool.md, "Results by key"). For task trees,
+   * whose tasks are not listed up front (`map` is for lists): a task may give any number of values. The value
+   * travels to the gathering rank as it is (plain data: numbers, strings, arrays, objects, typed arrays, Maps,
+   * Sets, Dates, BigInts), straight from this rank, in batches. Give each key once: a key given twice keeps its
+   * first value (under `retries`, a task run again after a death gives its keys again, and the copy is
+   * dropped). A give after the run ended (a handler that ignored `signal`) counts nowhere. Throws
+   * InvalidArgumentError in a run without `gather` or for a key that is not a string or a finite number, and
+   * EncodeError for a value that cannot travel, naming its path, on any number of ranks.
+   */
+  give(key: GatherKey, value: unknown): void;
+}
+
+/** A key of `ctx.give`. */
+export type GatherKey = string | number;
+
+/** The run option `gather` as an object. */
+export interface GatherOptions {
+  /**
+   * The rank that gathers: `gathered` is a Map there and undefined on the other ranks. In a centralized pool
+   * with `retries`, the coordinator (so that a dead worker's values count once). @default 0, or the coordinator
+   * of a pool with `retries`
+   */
+  readonly root?: number;
 }
 
 /**
@@ -83,6 +108,12 @@ export interface RunOptions<R = unknown> {
    * must not change its second. @default "sum"
    */
   readonly reduce?: ReduceOp<R>;
+  /**
+   * Lets tasks hand values back by key with `ctx.give(key, value)`; `run` resolves on the gathering rank with
+   * `gathered`. `true` gathers on rank 0 (the coordinator of a pool with `retries`). Give every rank the same
+   * option. @default false
+   */
+  readonly gather?: boolean | GatherOptions;
 }
 
 /** What `run` resolves to: this rank's statistics, and the combined result of every task on every rank. */
@@ -95,6 +126,11 @@ export interface RunResult<R = unknown> extends PoolStats {
   readonly result: R | undefined;
   /** True when a task ended the run early with `ctx.stop`. */
   readonly stopped: boolean;
+  /**
+   * In a run with the option `gather`, on the gathering rank: every key a task gave (`ctx.give`) with its value
+   * (after a stop, the values given before it). Undefined on the other ranks and without `gather`.
+   */
+  readonly gathered?: Map<GatherKey, unknown>;
 }
 
 /**
@@ -112,7 +148,7 @@ export type StoppableRunResult<R, S> = PoolStats &
   (
     | { readonly stopped: false; readonly result: R | undefined }
     | { readonly stopped: true; readonly result: S | undefined }
-  );
+  ) & { readonly gathered?: Map<GatherKey, unknown> };
 
 /** Per-rank statistics of one `run`. Times in milliseconds. */
 export interface PoolStats {

@@ -1,17 +1,20 @@
 // `npm run bench` options: a bad one is one line and status 2 before any suite runs (a run takes minutes, so
 // a typo must not surface at the end of it). Only the refusals are tested here; the suites themselves are
 // measurements, run by `npm run bench`, not by the test suite.
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import test from "ava";
 import { ROOT, startNode } from "../helpers/run.ts";
 
+/** Every suite is a file bench/<name>.ts that exports `suite`: none may go unregistered. */
+const SUITE_FILES = readdirSync(join(ROOT, "bench"))
+  .filter((f) => f.endsWith(".ts") && /^export const suite\b/m.test(readFileSync(join(ROOT, "bench", f), "utf8")))
+  .map((f) => f.slice(0, -".ts".length))
+  .sort();
+
 const bench = (...args: string[]) => startNode(["--import", "tsx", join(ROOT, "bench", "index.ts"), ...args]).result;
 
 const refusals: [args: string[], message: RegExp][] = [
-  [
-    ["appz"],
-    /^bench: unknown suite `appz`; known: comm, pool, apps, trees, startup, hosts, faults, strategies, loops, defaults, tasks, map, longtasks, dashboard$/,
-  ],
   [["--graph", "x.gr", "apps"], /^bench: option --graph comes before any suite name/],
   [["comm", "--rounds", "2"], /^bench: suite comm takes no options; got --rounds 2$/],
   [["apps", "--graph", "no/such/file.gr"], /^bench: apps: --graph no\/such\/file\.gr: no such file$/],
@@ -42,17 +45,19 @@ for (const [args, message] of refusals) {
   });
 }
 
+test("an unknown suite is refused with the list of every suite file", async (t) => {
+  const r = await bench("appz");
+  t.is(r.code, 2);
+  const known = /^bench: unknown suite `appz`; known: (.+)$/.exec(r.stderr.trim());
+  t.deepEqual(known?.[1]?.split(", ").sort(), SUITE_FILES);
+  t.is(r.stdout, "", "no suite started");
+});
+
 test("bench --help lists every suite and the apps and trees suites' options", async (t) => {
   const r = await bench("--help");
   t.is(r.code, 0);
   for (const line of [
-    /^ {2}comm /m,
-    /^ {2}pool /m,
-    /^ {2}apps /m,
-    /^ {2}trees /m,
-    /^ {2}startup /m,
-    /^ {2}faults /m,
-    /^ {2}longtasks /m,
+    ...SUITE_FILES.map((name) => new RegExp(`^ {2}${name} `, "m")),
     /--graph FILE\.gr/,
     /--rounds N/,
     /--quick/,

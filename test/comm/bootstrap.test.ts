@@ -10,7 +10,7 @@ import { join } from "node:path";
 import test from "ava";
 import * as zmq from "zeromq";
 import { unpack } from "../../lib/comm/codec.ts";
-import { clientOptions, formatJobKey, makeJobKey } from "../../lib/comm/keys.ts";
+import { clientOptions, formatJobKey, makeJobKey } from "../../lib/comm/job-key.ts";
 import {
   connectTimeoutMs,
   DEFAULT_CONNECT_TIMEOUT_MS,

@@ -17,7 +17,7 @@ import { fixture, linesOf, run } from "../helpers/run.ts";
 // The idle watch would end this process if a test world sat idle for two checks: make them rare. It reads the
 // variable when the module loads, hence the dynamic imports.
 process.env.WORKPOOL_IDLE_CHECK_MS = String(2 ** 30);
-const { World } = await import("../../lib/comm/world.ts");
+const { Communicator: World } = await import("../../lib/comm/world.ts");
 const { ANY } = await import("../../lib/comm/matcher.ts");
 const { Transport: RealTransport } = await import("../../lib/comm/transport.ts");
 type World = InstanceType<typeof World>;
@@ -36,6 +36,8 @@ interface Net {
   sentTo(from: number, dest: number): number;
   /** Resolves once `rank`'s transport is closed (its close finished). */
   closed(rank: number): Promise<void>;
+  /** Whether `rank`'s close has finished, as of now. */
+  isClosed(rank: number): boolean;
   /** Resolves once `from`'s transport was given `count` messages for `dest` in all. */
   sent(from: number, dest: number, count: number): Promise<void>;
 }
@@ -47,6 +49,7 @@ function network(size: number): Net {
   const killed = new Set<number>();
   const counts = new Map<number, number>();
   const closed: (() => void)[] = [];
+  const finished = new Set<number>();
   const closing: Promise<void>[] = [];
   const watches: { readonly pair: number; readonly count: number; readonly resolve: () => void }[] = [];
   const pair = (from: number, to: number) => from * size + to;
@@ -101,6 +104,7 @@ function network(size: number): Net {
       },
       flush: () => Promise.resolve(),
       close: () => {
+        finished.add(rank);
         closed[rank]?.();
         return Promise.resolve();
       },
@@ -128,6 +132,7 @@ function network(size: number): Net {
         else watches.push({ pair: pair(from, dest), count, resolve });
       }),
     closed: (rank) => closing[rank] as Promise<void>,
+    isClosed: (rank) => finished.has(rank),
   };
 }
 
@@ -148,6 +153,19 @@ async function rejection(p: Promise<unknown>): Promise<unknown> {
     return e;
   }
   throw new Error("resolved; expected a rejection");
+}
+
+/**
+ * Close ended on every survivor as it should after a death: its close finished, its world did not fail (a
+ * death is no failure of messaging), and it knows every dead rank.
+ */
+function closedAfterDeaths(t: ExecutionContext, net: Net, dead: readonly number[]): void {
+  for (const [r, w] of net.worlds.entries()) {
+    if (dead.includes(r)) continue;
+    t.true(net.isClosed(r), `rank ${r}'s close finished`);
+    t.is(w.failure, undefined, `rank ${r}'s world did not fail`);
+    for (const d of dead) t.true(w.deadRanks.includes(d), `rank ${r} knows rank ${d} died`);
+  }
 }
 
 /** Closes every world but the dead ones and waits until each has finished closing. */
@@ -313,6 +331,7 @@ for (const when of ["before close", "during close", "at different moments"] as c
       // Every rank but 4 is in close's collective, which waits for 4, when the death is told.
       const closing = [0, 1, 2, 3, 5].map((r) => (net.worlds[r] as World).close());
       await Promise.all(closing);
+      for (const r of [0, 1, 2, 3, 5]) t.false(net.isClosed(r), `rank ${r}'s close waits for rank 4`);
       net.kill(4);
       net.tell(4);
       await Promise.all([0, 1, 2, 3, 5].map((r) => net.closed(r)));
@@ -327,7 +346,7 @@ for (const when of ["before close", "during close", "at different moments"] as c
       net.tell(4);
       await Promise.all([0, 1, 2, 3, 5].map((r) => net.closed(r)));
     }
-    t.pass();
+    closedAfterDeaths(t, net, [4]);
   });
 }
 
@@ -342,10 +361,11 @@ test("close: a death in the final barrier, after some ranks finished close, ends
   const closing = net.worlds.map((w) => w.close());
   await Promise.all([1, 3].map((r) => net.closed(r)));
   await Promise.all(closing);
+  for (const r of [0, 2]) t.false(net.isClosed(r), `rank ${r} is still in the barrier`);
   net.kill(3);
   net.tell(3);
   await Promise.all([0, 2].map((r) => net.closed(r)));
-  t.pass();
+  closedAfterDeaths(t, net, [3]);
 });
 
 test("close: a death while one rank is still in the allreduce and the others in the barrier ends it", async (t) => {
@@ -355,10 +375,11 @@ test("close: a death while one rank is still in the allreduce and the others in 
   await Promise.all(net.worlds.map((w) => w.close()));
   // Rank 1 sent its second barrier message (to rank 3): it is in the barrier.
   await net.sent(1, 3, 1);
+  for (const r of [0, 1, 3]) t.false(net.isClosed(r), `rank ${r}'s close waits`);
   net.kill(2);
   net.tell(2);
   await Promise.all([0, 1, 3].map((r) => net.closed(r)));
-  t.pass();
+  closedAfterDeaths(t, net, [2]);
 });
 
 test("a second death while the survivors close ends close too", async (t) => {
@@ -370,7 +391,7 @@ test("a second death while the survivors close ends close too", async (t) => {
   net.kill(3);
   net.tell(3);
   await Promise.all([0, 2, 4].map((r) => net.closed(r)));
-  t.pass();
+  closedAfterDeaths(t, net, [1, 3]);
 });
 
 test("Transport#drop: what waits for the dead peer is released, and nothing more goes to it", async (t) => {

@@ -34,10 +34,10 @@ import {
   slurmRendezvousPort,
   writeMeetingFile,
 } from "../../lib/comm/foreign.ts";
-import { formatJobKey, makeJobKey } from "../../lib/comm/keys.ts";
+import { formatJobKey, makeJobKey } from "../../lib/comm/job-key.ts";
 import { expandNodelist } from "../../lib/comm/nodelist.ts";
 import { joinRendezvous } from "../../lib/comm/rendezvous.ts";
-import { connect } from "../../lib/comm/world.ts";
+import { connect } from "../../lib/world.ts";
 import { BootstrapError } from "../../lib/errors.ts";
 import { findProgram } from "../helpers/mpi.ts";
 

@@ -7,16 +7,19 @@ import { fixture, linesOf, run } from "../helpers/run.ts";
 const APP = fixture("no-close.ts");
 const FAST = { WORKPOOL_IDLE_CHECK_MS: "100" };
 
+// On 1 rank nothing holds the process (a world of one makes no connections): it ends, and says it did so
+// without close(); on more, its open connections hold it, and the idle watch ends it.
 for (const n of [1, 3]) {
   test(`an app that ends without close() on ${n} rank(s) fails naming the rank, instead of hanging`, async (t) => {
-    const t0 = Date.now();
     const r = await run(["-n", String(n), "--timeout", "60", APP, "forgot"], FAST);
+    // Ended by the idle watch, not by --timeout (status 124, a message of its own): the last line says so.
     t.is(r.code, 1, r.stderr);
     t.regex(
       linesOf(r.stderr).at(-1) ?? "",
-      /^workpool: rank \d failed \(exit code 1\): workpool: rank \d: the app has nothing left to do and never called world\.close\(\)/,
+      n === 1
+        ? /^workpool: rank 0 failed \(exit code 1\): workpool: rank 0 exited without calling world\.close\(\)/
+        : /^workpool: rank \d failed \(exit code 1\): workpool: rank \d: the app has nothing left to do and never called world\.close\(\)/,
     );
-    t.true(Date.now() - t0 < 30_000);
   });
 }
 

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import test from "ava";
 import * as zmq from "zeromq";
 import { decodeFrame, decodeSplit, encodeMessage } from "../../lib/comm/codec.ts";
-import { makeJobKey } from "../../lib/comm/keys.ts";
+import { makeJobKey } from "../../lib/comm/job-key.ts";
 import { Transport } from "../../lib/comm/transport.ts";
 
 // Under CURVE a body larger than 1 MiB travels in pieces, one ZeroMQ message each (lib/comm/transport.ts), so that

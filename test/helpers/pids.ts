@@ -1,4 +1,6 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import type { ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, watch } from "node:fs";
+import { dirname } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 
 /** True while a process with this pid exists (signal 0 only checks). */
@@ -35,9 +37,11 @@ export function alive(pids: readonly number[]): number[] {
 }
 
 /**
- * Waits for a condition that another process brings about (processes exiting, a folder being removed):
- * checks every `everyMs` and gives up at `deadlineMs`. Resolves to whether the condition came true.
- * This waits for an event we cannot subscribe to; the deadline only bounds a failing test.
+ * Waits for a condition that another process brings about and that no event tells: a process that is not
+ * this one's child exiting (Node has no pidfd), processes inside a network namespace ending. Checks every
+ * `everyMs` and gives up at `deadlineMs`. Resolves to whether the condition came true; the deadline only
+ * bounds a failing test. Where an event exists, wait on it instead: `exitsWithin` (a child's exit),
+ * `waitUntilRemoved` (a folder's change events), a line the process prints (`job.lines`).
  */
 export async function until(condition: () => boolean, everyMs = 20, deadlineMs = 15_000): Promise<boolean> {
   const end = Date.now() + deadlineMs;
@@ -54,9 +58,46 @@ export async function waitUntilGone(pids: readonly number[]): Promise<number[]> 
   return alive(pids);
 }
 
-/** Waits until `path` no longer exists; resolves to whether it went away before the deadline. */
-export function waitUntilRemoved(path: string): Promise<boolean> {
-  return until(() => !existsSync(path));
+/**
+ * Waits until `path` no longer exists, on its folder's change events (no polling); resolves to whether it went
+ * away before `deadlineMs`, which only bounds a failing test.
+ */
+export function waitUntilRemoved(path: string, deadlineMs = 15_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const watcher = watch(dirname(path));
+    const end = (gone: boolean) => {
+      clearTimeout(deadline);
+      watcher.close();
+      resolve(gone);
+    };
+    const check = () => {
+      if (!existsSync(path)) end(true);
+    };
+    const deadline = setTimeout(() => end(!existsSync(path)), deadlineMs);
+    watcher.on("change", check);
+    watcher.on("error", check);
+    // Gone before the watcher started: no event will come.
+    check();
+  });
+}
+
+/** Resolves to whether `child` exits before `deadlineMs` (its `exit` event; the deadline bounds a failing test). */
+export function exitsWithin(child: ChildProcess, deadlineMs = 15_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve(true);
+      return;
+    }
+    const onExit = () => {
+      clearTimeout(deadline);
+      resolve(true);
+    };
+    const deadline = setTimeout(() => {
+      child.off("exit", onExit);
+      resolve(false);
+    }, deadlineMs);
+    child.once("exit", onExit);
+  });
 }
 
 export interface ReadyRank {

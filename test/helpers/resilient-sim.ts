@@ -179,6 +179,7 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
       signal: new AbortController().signal,
       put: (task, o) => engine.put(task, o?.priority ?? 0, undefined, true),
       stop: () => {},
+      give: () => {},
     };
     const handler = (task: Task, c: TaskContext<Task>): number | Promise<number> => {
       runs.set(task.id, (runs.get(task.id) ?? 0) + 1);

@@ -216,3 +216,20 @@ export function resultLines<T>(stdout: string): T[] {
     .filter((l) => l.includes("] result "))
     .map((l) => JSON.parse(l.slice(l.indexOf("result ") + "result ".length)) as T);
 }
+
+/** The JSON of every `[rank] label json` line in `stdout`, by rank (fixtures that print `label json` lines). */
+export function labelled(stdout: string, label: string): Map<number, Record<string, unknown>> {
+  const out = new Map<number, Record<string, unknown>>();
+  for (const l of linesOf(stdout)) {
+    const m = /^\[(\d+)\] (\S+) (.*)$/.exec(l);
+    if (m && m[2] === label) out.set(Number(m[1]), JSON.parse(m[3] as string) as Record<string, unknown>);
+  }
+  return out;
+}
+
+/** The output of a program run alone (runAlone) as the launcher would have shown rank 0's: each line `[0] ...`. */
+export function asRank0(stdout: string): string {
+  return linesOf(stdout)
+    .map((l) => `[0] ${l}`)
+    .join("\n");
+}

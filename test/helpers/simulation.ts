@@ -229,6 +229,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
       signal: new AbortController().signal,
       put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to ?? task.to, true, o?.key),
       stop: (result) => engine.stop(result === undefined ? undefined : [result]),
+      give: () => {},
     };
     const handler = (task: Task, c: TaskContext<Task>): number => {
       executed.set(task.id, (executed.get(task.id) ?? 0) + 1);

@@ -158,6 +158,21 @@ test("--node-arg reaches node on every rank, in order, before the app", async (t
   }
 });
 
+// A job of one rank has no connection to make: the launcher serves no rendezvous and makes no key (nor loads
+// zeromq to make one); a larger job's ranks get both.
+test("launch -n 1 gives its rank no rendezvous and no key; -n 2 gives every rank both", async (t) => {
+  const lines = async (args: string[]) => {
+    const r = await startWorkpool(["launch", "--no-prefix", ...args, "test/fixtures/job-env.ts"]).result;
+    t.is(r.code, 0, r.stderr);
+    return linesOf(r.stdout).sort();
+  };
+  t.deepEqual(await lines(["-n", "1"]), ["job-env rendezvous=0 key=0 insecure=0 rank=0 size=1"]);
+  t.deepEqual(await lines(["-n", "2"]), [
+    "job-env rendezvous=1 key=1 insecure=0 rank=0 size=2",
+    "job-env rendezvous=1 key=1 insecure=0 rank=1 size=2",
+  ]);
+});
+
 test("a --node-arg node refuses fails the job with node's own words and its status, blaming that option", async (t) => {
   const [unknown, badValue] = await Promise.all([
     startWorkpool(["launch", "-n", "2", "--node-arg=--no-such-node-flag", HELLO]).result,

@@ -10,12 +10,12 @@ import { ENV, parseControlAddress } from "../../lib/internal.ts";
 import { flood, openDescriptors } from "../helpers/flood.ts";
 import { fixture, linesOf, run, startNode } from "../helpers/run.ts";
 
-// The control channel (lib/runtime/control.ts): each rank connects to the launcher, says hello with its rank and
+// The control channel (lib/control/channel.ts): each rank connects to the launcher, says hello with its rank and
 // the job's token, then sends its reports; the connection is its lifeline. Here a rank is `node -e CODE` with
 // the rank preload, facing a ControlServer (or a bare socket server) the test runs itself.
 
-const PRELOAD = new URL("../../lib/runtime/preload.ts", import.meta.url).href;
-const REPORT = new URL("../../lib/runtime/report.ts", import.meta.url).href;
+const PRELOAD = new URL("../../lib/control/preload.ts", import.meta.url).href;
+const REPORT = new URL("../../lib/control/report.ts", import.meta.url).href;
 const FOREVER = "setInterval(() => {}, 1 << 30);";
 
 function startRank(address: string, token: string, code: string, rank = 0) {

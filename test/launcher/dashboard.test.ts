@@ -11,7 +11,7 @@ import { DashboardServer, MAX_STATES_PER_SECOND } from "../../launcher/dashboard
 import { BIN_MS, LiveJob, TAIL_LINES } from "../../launcher/dashboard/state.ts";
 import { startWorkpool } from "../helpers/run.ts";
 
-/** A rank's live sample (lib/runtime/live.ts) with one pool's cumulative figures. */
+/** A rank's live sample (lib/control/live.ts) with one pool's cumulative figures. */
 function sample(pool: Record<string, unknown>, rss = 100 * 2 ** 20): Record<string, unknown> {
   const figures = {
     pool: "pool1",

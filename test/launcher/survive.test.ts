@@ -6,7 +6,7 @@ import { join } from "node:path";
 import test from "ava";
 import { ControlServer } from "../../launcher/control-server.ts";
 import { Survival } from "../../launcher/survival.ts";
-import { deliverRankDeath, onRankDeath } from "../../lib/runtime/deaths.ts";
+import { deliverRankDeath, onRankDeath } from "../../lib/control/deaths.ts";
 import { alive, parseReady, READY, waitUntilGone } from "../helpers/pids.ts";
 import { fixture, launch, linesOf } from "../helpers/run.ts";
 

@@ -5,19 +5,9 @@
  * next map is whole; misuse is rejected on every rank naming it; a worker killed under `retries` loses no result.
  */
 import test, { type ExecutionContext } from "ava";
-import { fixture, linesOf, run, runAlone } from "../helpers/run.ts";
+import { asRank0, fixture, labelled, run, runAlone } from "../helpers/run.ts";
 
 const MAP = fixture("map.ts");
-
-/** The value of every `[rank] label json` line, by rank. */
-function labelled(stdout: string, label: string): Map<number, Record<string, unknown>> {
-  const out = new Map<number, Record<string, unknown>>();
-  for (const l of linesOf(stdout)) {
-    const m = /^\[(\d+)\] (\S+) (.*)$/.exec(l);
-    if (m && m[2] === label) out.set(Number(m[1]), JSON.parse(m[3] as string) as Record<string, unknown>);
-  }
-  return out;
-}
 
 const WHOLE = { ok: true, wrong: -1 };
 
@@ -107,13 +97,7 @@ for (const [n, pool] of [
 test("a plain one-rank program, without the launcher", async (t) => {
   const r = await runAlone(MAP);
   t.is(r.code, 0, r.stderr);
-  checkMaps(
-    t,
-    linesOf(r.stdout)
-      .map((l) => `[0] ${l}`)
-      .join("\n"),
-    1,
-  );
+  checkMaps(t, asRank0(r.stdout), 1);
 });
 
 test("a worker SIGKILLed mid-map under retries: every result once, in item order", async (t) => {

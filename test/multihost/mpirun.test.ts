@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
 import { meetingFileName } from "../../lib/comm/foreign.ts";
-import { formatJobKey, makeJobKey } from "../../lib/comm/keys.ts";
+import { formatJobKey, makeJobKey } from "../../lib/comm/job-key.ts";
 import { tempFolder } from "../helpers/folders.ts";
 import { FOREIGN_HELLO, NODE, oneJobOfFour, shortestPaths, throwing, twoJobsAtOnce, uts } from "../helpers/foreign.ts";
 import { mpiAvailable, mpiEnv, mpirunCommand } from "../helpers/mpi.ts";

@@ -1,4 +1,4 @@
-// A job's endpoints against a stray process that knows them but not the job's key (lib/comm/keys.ts): while a job
+// A job's endpoints against a stray process that knows them but not the job's key (lib/comm/job-key.ts): while a job
 // of test/fixtures/hosts-job.ts waits (rank 0 waits for a file), the test sends every endpoint of the job raw
 // garbage, ZeroMQ connections without CURVE and with a CURVE key pair of their own carrying a well-formed
 // message or a rendezvous hello, and the control server a hello with a wrong token. Then it lets the job go on:

@@ -21,7 +21,7 @@ import {
 } from "../helpers/hosts.ts";
 import { nothingButSshd } from "../helpers/hosts-job.ts";
 import { needs } from "../helpers/needs.ts";
-import { until } from "../helpers/pids.ts";
+import { exitsWithin, until } from "../helpers/pids.ts";
 import { runProgram } from "../helpers/program.ts";
 import { fixture, launch, linesOf, rank0, run, type Running } from "../helpers/run.ts";
 import { shared } from "../helpers/shared.ts";
@@ -256,7 +256,7 @@ withSshd(
       );
       // Once the ranks on A and B have ended, nothing is left for the launcher to wait for: it must exit.
       t.true(await until(() => [s.a, s.b].every((h) => jobProcesses(s, h).length === 0)), "the ranks on A and B end");
-      if (!(await until(() => job.child.exitCode !== null || job.child.signalCode !== null))) {
+      if (!(await exitsWithin(job.child))) {
         const sockets = await runProgram(["ss", "-Htnp", "state", "established"]);
         const launcher = linesOf(sockets.stdout).filter((l) => l.includes(`pid=${job.pid},`));
         const why = "the ranks on A and B have ended and those on C are counted dead, but the launcher has not exited";

@@ -244,7 +244,13 @@ test("the engine: keys travel in TRANSFER's `k`, and a REQUEST's keys choose wha
       },
     };
     const rt = new PoolRuntime(link, config, 1, emptyStats(rank, "distributed"), Results.of(undefined));
-    const ctx: TaskContext<number> = { rank, signal: new AbortController().signal, put: () => {}, stop: () => {} };
+    const ctx: TaskContext<number> = {
+      rank,
+      signal: new AbortController().signal,
+      put: () => {},
+      stop: () => {},
+      give: () => {},
+    };
     return new DistributedEngine<number>(rt, () => 1, ctx, initial);
   };
   const initial = [

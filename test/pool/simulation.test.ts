@@ -10,7 +10,7 @@
  * WORKPOOL_SIM_SEEDS=N runs N seeds per combination and workload instead of the default.
  */
 import test from "ava";
-import { comboName, DISTRIBUTED_COMBINATIONS, TOPOLOGIES } from "../../lib/pool/config.ts";
+import { comboName, DISTRIBUTED_COMBINATIONS, readsTopology, TOPOLOGIES } from "../../lib/pool/config.ts";
 import { TokenRing } from "../../lib/pool/termination/token-ring.ts";
 import { replayHint, type SimOutcome, type SimParams, simulate, WORKLOADS } from "../helpers/simulation.ts";
 
@@ -29,8 +29,7 @@ function paramsFor(
     tasks: workload === "pingpong" ? 9 + (seed % 8) : 40 + ((seed * 37) % 160),
     seed,
     // Diffusion and the neighbours partner run over every topology in turn.
-    topology:
-      c.initiation === "diffusion" || c.partner === "neighbours" ? TOPOLOGIES[seed % TOPOLOGIES.length] : undefined,
+    topology: readsTopology(c) ? TOPOLOGIES[seed % TOPOLOGIES.length] : undefined,
     // Sender-initiated pushes only above highWater: low marks make it move work in small trees.
     highWater: c.initiation === "sender" ? 1 + (seed % 4) : undefined,
     lowWater: c.initiation === "receiver" || c.initiation === "lifeline" ? seed % 3 : undefined,

@@ -9,6 +9,7 @@ import { Throttle } from "./throttle.ts";
  */
 export const diffusion: InitiationStrategy = {
   summary: "level load with `topology` neighbours: move 1/(max degree + 1) of each gap",
+  reads: ["topology"],
   messages: ["load"],
   taskMessages: ["diffuse"],
   create: (host) => new Diffusion(host),

@@ -26,6 +26,7 @@ export function share(movable: number, askerLoad: number, parts = 2): number {
  */
 export const receiver: InitiationStrategy = {
   summary: "a rank running low asks a partner, which gives about half its movable tasks",
+  reads: ["partner"],
   messages: ["request", "refuse", "notify"],
   taskMessages: ["transfer"],
   create: (host, partner) => new ReceiverInitiated(host, partner),

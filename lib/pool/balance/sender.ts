@@ -8,6 +8,7 @@ import { Backoff } from "./backoff.ts";
  */
 export const sender: InitiationStrategy = {
   summary: "a rank above highWater pushes half its movable tasks to a partner",
+  reads: ["partner"],
   messages: ["pushAck"],
   taskMessages: ["push"],
   create: (host, partner) => new SenderInitiated(host, partner),

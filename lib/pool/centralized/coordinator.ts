@@ -1,9 +1,6 @@
-import { deferred } from "../../deferred.ts";
-import { failFromMessage, failureBody, sendFail } from "../failure.ts";
-import { TaskQueue } from "../queue.ts";
-import { type WireResult, withResult } from "../results.ts";
-import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
-import { type Fail, type Status, TAG } from "./protocol.ts";
+import type { PendingPut, PoolRuntime } from "../runtime.ts";
+import { CoordinatorCore, type WorkerSlot } from "./coordinator-core.ts";
+import { type Status, TAG } from "./plain-protocol.ts";
 
 /** Expected Card Distribution defers a grant only when the faster worker is expected to finish this much sooner. */
 const ECD_MIN_GAIN_MS = 1;
@@ -21,29 +18,17 @@ const ECD_MIN_TASKS = 8;
 /** Most extra tasks dealt to a remote worker to cover the coordinator's own task (see `cover`). */
 const MAX_COVER = 4096;
 
-interface WorkerState {
-  readonly rank: number;
-  joined: boolean;
+interface WorkerState extends WorkerSlot {
   /** Sequence number of its latest status, and how many of its statuses arrived in all. */
   seq: number;
   statuses: number;
-  /** Tasks granted to this worker. */
-  granted: number;
-  /** From its latest status: tasks run, kept, given back and sent in all (protocol.ts). */
+  /** From its latest status: tasks run, kept, given back and sent in all (plain-protocol.ts). */
   done: number;
   kept: number;
   given: number;
   putsExpected: number;
   /** Tasks it sent that arrived here. */
   putsReceived: number;
-  /** Tasks it wants to hold (running plus queued), from its measured rates. */
-  capacity: number;
-  /** Its mean task time in ms (0 = not measured yet). */
-  meanMs: number;
-  /** It is waiting for a grant (its latest status asked for work). */
-  wants: boolean;
-  /** A RELEASE was sent to it and not yet answered. */
-  asked: boolean;
   /** Its pending request found tasks in the queue: the grant that answers it measures a real turnaround. */
   stocked: boolean;
 }
@@ -51,9 +36,29 @@ interface WorkerState {
 /** Tasks a worker holds (queued or running), as of its latest status plus what was granted since. */
 const holding = (w: WorkerState): number => w.granted + w.kept - w.done - w.given;
 
+const newState = (rank: number): WorkerState => ({
+  rank,
+  alive: true,
+  joined: false,
+  seq: -1,
+  statuses: 0,
+  granted: 0,
+  done: 0,
+  kept: 0,
+  given: 0,
+  putsExpected: 0,
+  putsReceived: 0,
+  capacity: 0,
+  meanMs: 0,
+  wants: false,
+  asked: false,
+  stocked: false,
+});
+
 /**
  * The coordinator: holds the queue and deals tasks to workers, event-driven (no polling: it acts only when a
- * message arrives). Dealing is credit-based: each worker states how many tasks it wants to hold, computed
+ * message arrives; what it shares with the resilient coordinator is in coordinator-core.ts). Dealing is
+ * credit-based: each worker states how many tasks it wants to hold, computed
  * from its own task time and round-trip time; the coordinator grants up to that deficit, in chunks that
  * shrink as the queue drains (factoring: remaining / (2 x workers)), so the run ends level.
  *
@@ -69,64 +74,26 @@ const holding = (w: WorkerState): number => w.granted + w.kept - w.done - w.give
  * status (granted + kept = run + given back), every task a worker reported sending has arrived, and so has
  * every status before its latest (with the partial results it carries).
  */
-export class Coordinator<T> implements Engine<T> {
-  private readonly settled = deferred();
-  readonly done = this.settled.promise;
-  /** Dealt oldest first: what workers give back are the roots of their biggest subtrees. */
-  private readonly queue = new TaskQueue<T>("fifo");
-  private readonly workers: WorkerState[] = [];
-  private readonly byRank = new Map<number, WorkerState>();
-  private finished = false;
-  private cursor = 0;
+export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
   /** This rank's own worker, with `coordinatorWorks`. */
   private readonly self: WorkerState | undefined;
   /** Set once every worker has joined or SELF_WAIT_MS have passed: this rank's own worker may be dealt to. */
   private selfMayStart = false;
 
-  constructor(
-    private readonly rt: PoolRuntime,
-    initial: readonly PendingPut<T>[],
-  ) {
-    for (let r = 0; r < rt.size; r++) {
-      // With `coordinatorWorks`, this rank's own worker is dealt to like any other (WorkingCoordinator).
-      if (r === rt.config.coordinator && !rt.config.coordinatorWorks) continue;
-      const w: WorkerState = {
-        rank: r,
-        joined: false,
-        seq: -1,
-        statuses: 0,
-        granted: 0,
-        done: 0,
-        kept: 0,
-        given: 0,
-        putsExpected: 0,
-        putsReceived: 0,
-        capacity: 0,
-        meanMs: 0,
-        wants: false,
-        asked: false,
-        stocked: false,
-      };
-      this.workers.push(w);
-      this.byRank.set(r, w);
-    }
+  constructor(rt: PoolRuntime, initial: readonly PendingPut<T>[]) {
+    super(rt, newState);
     this.self = this.byRank.get(rt.rank);
     for (const p of initial) this.queue.push(p.task, p.priority);
   }
 
-  queued(): number {
-    return this.queue.size;
-  }
-
-  start(): void {
+  override start(): void {
     if (this.self) {
       setTimeout(() => {
         this.selfMayStart = true;
         if (!this.finished) this.dispatch();
       }, SELF_WAIT_MS).unref();
     }
-    this.dispatch();
-    this.checkTermination();
+    super.start();
   }
 
   put(task: T, priority: number): void {
@@ -135,16 +102,7 @@ export class Coordinator<T> implements Engine<T> {
     this.dispatch();
   }
 
-  onMessage(source: number, tag: number, body: Record<string, unknown>): void {
-    if (this.finished) return;
-    if (tag === TAG.fail) {
-      this.abort(body as unknown as Fail, source);
-      return;
-    }
-    if (tag === TAG.stop) {
-      this.stop(body.r as WireResult);
-      return;
-    }
+  protected receive(source: number, tag: number, body: Record<string, unknown>): void {
     if (tag !== TAG.status) return;
     const w = this.byRank.get(source);
     if (!w) return;
@@ -173,90 +131,41 @@ export class Coordinator<T> implements Engine<T> {
       for (let i = 0; i < tasks.length; i++) this.queue.push(tasks[i] as T, prios ? (prios[i] as number) : 0);
       w.putsReceived += tasks.length;
     }
-    const size = this.queue.size;
-    if (size > (this.rt.stats.counters.maxQueue ?? 0)) this.rt.stats.counters.maxQueue = size;
+    this.noteQueueSize();
     this.dispatch();
     this.checkTermination();
   }
 
-  private dispatch(): void {
-    const n = this.workers.length;
-    if (n === 0) return;
-    const chunkCap = this.rt.config.chunk > 0 ? this.rt.config.chunk : Number.POSITIVE_INFINITY;
-    let unmet = 0;
-    for (let k = 0; k < n; k++) {
-      const w = this.workers[(this.cursor + k) % n] as WorkerState;
-      if (!w.joined || !w.wants) continue;
-      const cover = this.cover(w);
-      const deficit = w.capacity + cover - holding(w);
-      if (deficit <= 0) continue;
-      if (this.queue.size === 0) {
-        unmet += deficit;
-        continue;
-      }
-      // This rank's own worker starts once every other has joined (or SELF_WAIT_MS have passed): a task it
-      // began first would keep their first requests waiting for its whole length.
-      if (w === this.self && !this.selfMayStart) {
-        if (!this.workers.every((v) => v.joined)) continue;
-        this.selfMayStart = true;
-      }
-      const factoring = Math.ceil(this.queue.size / (2 * n));
-      const chunk = Math.max(1, Math.min(deficit, factoring, chunkCap));
-      if (this.deferToFaster(w, chunk)) {
-        this.rt.count("ecdDeferrals");
-        continue;
-      }
-      const tasks: T[] = [];
-      const prios: number[] = [];
-      this.queue.give(chunk, tasks, prios);
-      w.granted += tasks.length;
-      // A grant answers the worker's request (the worker asks again when it runs low): until it does, it is
-      // not waiting, and may be asked to release work for others.
-      w.wants = false;
-      this.rt.count("grants");
-      // Tasks kept by this rank's own worker (coordinatorWorks) never leave it: they are not "granted".
-      this.rt.count(w === this.self ? "tasksKept" : "tasksGranted", tasks.length);
-      const body: Record<string, unknown> = { t: tasks };
-      if (prios.some((p) => p !== 0)) body.q = prios;
-      if (cover > 0) body.h = w.capacity + cover;
-      if (w.stocked) body.z = 1;
-      if (this.rt.trace) body.f = this.rt.trace.flowOut(`grant ${tasks.length} to ${w.rank}`, { tasks: tasks.length });
-      this.rt.send(w.rank, TAG.grant, body);
-    }
-    this.cursor = (this.cursor + 1) % n;
-    if (unmet > 0) this.seekWork();
+  protected deficit(w: WorkerState): number {
+    return w.capacity + this.cover(w) - holding(w);
   }
 
-  /**
-   * Workers wait for work and the queue is empty: asks workers that hold tasks to release some, one per
-   * waiting worker, plus one. Workers that are not waiting themselves come first, the most loaded (as last
-   * seen) first; but a waiting worker that holds a task is asked too: its own puts may have refilled its queue
-   * since it asked (in a narrow tree, the one worker on the spine is always "nearly out" and yet holds the
-   * only work there is). A release is a standing request: it answers as soon as it has a task queued.
-   */
-  private seekWork(): void {
-    let waiting = 0;
-    let hungry = 0;
-    const victims: WorkerState[] = [];
-    for (const w of this.workers) {
-      if (w.wants && holding(w) < w.capacity) hungry++;
-      if (w.asked) waiting--;
-      else if (holding(w) > 0) victims.push(w);
+  protected holds(w: WorkerState): number {
+    return holding(w);
+  }
+
+  protected deal(w: WorkerState, chunk: number): void {
+    // This rank's own worker starts once every other has joined (or SELF_WAIT_MS have passed): a task it
+    // began first would keep their first requests waiting for its whole length.
+    if (w === this.self && !this.selfMayStart) {
+      if (!this.workers.every((v) => v.joined)) return;
+      this.selfMayStart = true;
     }
-    waiting += hungry;
-    // A waiting worker is never asked to release work for itself alone (with one worker, for nobody).
-    if (hungry < 2) {
-      const others = victims.filter((w) => !(w.wants && holding(w) < w.capacity));
-      victims.splice(0, victims.length, ...others);
+    if (this.deferToFaster(w, chunk)) {
+      this.rt.count("ecdDeferrals");
+      return;
     }
-    if (waiting <= 0 || victims.length === 0) return;
-    const rank = (w: WorkerState) => (w.wants ? 0 : 2 ** 40) + holding(w);
-    victims.sort((a, b) => rank(b) - rank(a));
-    for (const w of victims.slice(0, waiting + 1)) {
-      w.asked = true;
-      this.rt.count("releasesSent");
-      this.rt.send(w.rank, TAG.release, {});
-    }
+    const tasks: T[] = [];
+    const prios: number[] = [];
+    this.queue.give(chunk, tasks, prios);
+    this.granted(w, tasks.length);
+    const body: Record<string, unknown> = { t: tasks };
+    if (prios.some((p) => p !== 0)) body.q = prios;
+    const cover = this.cover(w);
+    if (cover > 0) body.h = w.capacity + cover;
+    if (w.stocked) body.z = 1;
+    if (this.rt.trace) body.f = this.rt.trace.flowOut(`grant ${tasks.length} to ${w.rank}`, { tasks: tasks.length });
+    this.rt.send(w.rank, TAG.grant, body);
   }
 
   /**
@@ -292,49 +201,9 @@ export class Coordinator<T> implements Engine<T> {
     return false;
   }
 
-  private checkTermination(): void {
-    if (this.finished || this.queue.size > 0) return;
-    for (const w of this.workers) {
-      // Every status up to its latest has arrived: an earlier one that the latest overtook may still carry a
-      // partial result (its tasks are counted by putsExpected, its result by nothing else).
-      if (!w.joined || holding(w) !== 0 || w.putsReceived !== w.putsExpected || w.statuses !== w.seq + 1) return;
-    }
-    this.finished = true;
-    const result = this.rt.results.take();
-    this.rt.results.final = result;
-    for (const w of this.workers) this.rt.send(w.rank, TAG.done, withResult({}, result));
-    this.settled.resolve();
-  }
-
-  private abort(f: Fail, source: number): void {
-    this.finished = true;
-    sendFail(
-      this.rt,
-      this.workers.filter((w) => w.rank !== source).map((w) => w.rank),
-      TAG.fail,
-      f,
-    );
-    this.settled.reject(failFromMessage(f));
-  }
-
-  /** Ends the run on purpose: the first stop to arrive here wins; every worker is told. */
-  stop(result: WireResult): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.rt.endStopped(result);
-    for (const w of this.workers) this.rt.send(w.rank, TAG.stopped, withResult({}, result));
-    this.settled.resolve();
-  }
-
-  fail(error: Error): void {
-    if (this.finished) return;
-    this.finished = true;
-    sendFail(
-      this.rt,
-      this.workers.map((w) => w.rank),
-      TAG.fail,
-      failureBody(this.rt.rank, error),
-    );
-    this.settled.reject(error);
+  protected idle(w: WorkerState): boolean {
+    // Every status up to its latest has arrived: an earlier one that the latest overtook may still carry a
+    // partial result (its tasks are counted by putsExpected, its result by nothing else).
+    return w.joined && holding(w) === 0 && w.putsReceived === w.putsExpected && w.statuses === w.seq + 1;
   }
 }

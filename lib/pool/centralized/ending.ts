@@ -2,7 +2,7 @@ import type { Deferred } from "../../deferred.ts";
 import { failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { type WireResult, withResult } from "../results.ts";
 import type { PoolRuntime } from "../runtime.ts";
-import { type Fail, TAG } from "./protocol.ts";
+import { type Fail, TAG } from "./plain-protocol.ts";
 
 /**
  * The coordinator's word that ends a worker's run, the same in both centralized protocols (worker.ts and

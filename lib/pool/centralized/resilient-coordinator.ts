@@ -1,12 +1,8 @@
-import { deferred } from "../../deferred.ts";
 import { describe, RankFailedError, TaskError } from "../../errors.ts";
-import { failFromMessage, failureBody, sendFail } from "../failure.ts";
-import { TaskQueue } from "../queue.ts";
-import { type WireResult, withResult } from "../results.ts";
 import type { Cancel } from "../strategy.ts";
 import { EVENT_LOOP_TIMERS, type Timers } from "../timers.ts";
-import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
-import type { Fail } from "./protocol.ts";
+import type { PendingPut, PoolRuntime } from "../runtime.ts";
+import { CoordinatorCore, type WorkerSlot } from "./coordinator-core.ts";
 import { type Commit, type Grant, TAG } from "./resilient-protocol.ts";
 
 /** A task the coordinator holds or has dealt. */
@@ -32,27 +28,18 @@ const held = <T>(task: T, priority: number, watched = false): Held<T> => ({
   holders: 0,
 });
 
-interface WorkerView<T> {
-  readonly rank: number;
-  alive: boolean;
-  joined: boolean;
+interface WorkerView<T> extends WorkerSlot {
   /** The sequence number of the next commit to apply, and commits that arrived ahead of it. */
   next: number;
   readonly early: Map<number, Commit>;
   /** What it holds as of the latest commit applied, plus what was granted since: ledger id -> task. */
   readonly ledger: Map<number, Held<T>>;
-  /** Tasks granted to it in all, and received by it in all as of its latest commit. */
-  granted: number;
+  /** Tasks received by it in all, as of its latest commit. */
   received: number;
-  capacity: number;
   /** Tasks queued there, as of its latest commit. */
   queued: number;
-  wants: boolean;
-  asked: boolean;
   /** The watched task it announced and has not committed yet. */
   running: number | undefined;
-  /** Its mean task time in ms, from its latest commit. */
-  meanMs: number;
   /** Ledger ids of copies that lost (`speculate`): what descends from them in its commits is dropped. */
   readonly discard: Set<number>;
 }
@@ -80,8 +67,8 @@ const STRAGGLER_FACTOR = 2;
 
 /**
  * The coordinator of a centralized pool that survives worker deaths (`retries` > 0; resilient-protocol.ts).
- * It deals like the plain coordinator (coordinator.ts: credit from each worker's measured capacity, chunks that
- * shrink as the queue drains, RELEASE when workers run dry), and keeps a ledger per worker of every task it
+ * It deals like the plain coordinator (coordinator-core.ts: credit from each worker's measured capacity, chunks
+ * that shrink as the queue drains, RELEASE when workers run dry), and keeps a ledger per worker of every task it
  * holds, which each commit moves from one exact state to the next. When a worker dies, every task in its ledger
  * goes back to the queue and is dealt again, and nothing it did after its latest commit counts: so every
  * task's value and puts are counted exactly once, and the run's result is that of a run without the death.
@@ -94,41 +81,20 @@ const STRAGGLER_FACTOR = 2;
  * copied for speculation. A death between a watched task's announcement and its start, or between its end
  * and its commit's arrival, is pinned on it though it may not be its doing.
  */
-export class ResilientCoordinator<T> implements Engine<T> {
-  private readonly settled = deferred();
-  readonly done = this.settled.promise;
-  private readonly queue = new TaskQueue<Held<T>>("fifo");
-  private readonly workers: WorkerView<T>[] = [];
-  private readonly byRank = new Map<number, WorkerView<T>>();
-  private finished = false;
-  private cursor = 0;
+export class ResilientCoordinator<T> extends CoordinatorCore<T, Held<T>, WorkerView<T>> {
   private nextId = 1;
   /** With `speculate`: when each ledger id was dealt, and the timer that looks for stragglers again. */
   private readonly dealtAt = new Map<number, number>();
   private recheck: Cancel | undefined;
 
   constructor(
-    private readonly rt: PoolRuntime,
+    rt: PoolRuntime,
     initial: readonly PendingPut<T>[],
     /** The event loop's; a simulation's scheduler in tests. */
     private readonly timers: Timers = EVENT_LOOP_TIMERS,
   ) {
-    for (let r = 0; r < rt.size; r++) {
-      if (r === rt.config.coordinator && !rt.config.coordinatorWorks) continue;
-      const w = newView<T>(r);
-      this.workers.push(w);
-      this.byRank.set(r, w);
-    }
+    super(rt, (r) => newView<T>(r));
     for (const p of initial) this.put(p.task, p.priority);
-  }
-
-  queued(): number {
-    return this.queue.size;
-  }
-
-  start(): void {
-    this.dispatch();
-    this.checkTermination();
   }
 
   put(task: T, priority: number): void {
@@ -137,16 +103,7 @@ export class ResilientCoordinator<T> implements Engine<T> {
     this.dispatch();
   }
 
-  onMessage(source: number, tag: number, body: Record<string, unknown>): void {
-    if (this.finished) return;
-    if (tag === TAG.fail) {
-      this.abort(body as unknown as Fail, source);
-      return;
-    }
-    if (tag === TAG.stop) {
-      this.stop(body.r as WireResult);
-      return;
-    }
+  protected receive(source: number, tag: number, body: Record<string, unknown>): void {
     if (tag === TAG.put) {
       if (!this.byRank.get(source)?.alive) return;
       const tasks = body.t as T[];
@@ -226,50 +183,43 @@ export class ResilientCoordinator<T> implements Engine<T> {
     w.received = c.u;
     w.wants = c.w === 1;
     if (c.o !== 1) w.asked = false;
-    const size = this.queue.size;
-    if (size > (this.rt.stats.counters.maxQueue ?? 0)) this.rt.stats.counters.maxQueue = size;
+    this.noteQueueSize();
   }
 
-  private dispatch(): void {
-    const n = this.workers.length;
-    if (n === 0 || this.finished) return;
-    const chunkCap = this.rt.config.chunk > 0 ? this.rt.config.chunk : Number.POSITIVE_INFINITY;
-    let unmet = 0;
-    for (let k = 0; k < n; k++) {
-      const w = this.workers[(this.cursor + k) % n] as WorkerView<T>;
-      if (!w.alive || !w.joined || !w.wants) continue;
-      const deficit = w.capacity - w.queued - (w.granted - w.received);
-      if (deficit <= 0) continue;
-      if (this.queue.size === 0) {
-        unmet += deficit;
-        continue;
-      }
-      const chunk = Math.max(1, Math.min(deficit, Math.ceil(this.queue.size / (2 * n)), chunkCap));
-      const held: Held<T>[] = [];
-      const prios: number[] = [];
-      this.queue.give(chunk, held, prios);
-      const grant: Grant = { t: [], i: [] };
-      const watched: number[] = [];
-      for (let i = 0; i < held.length; i++) {
-        const h = held[i] as Held<T>;
-        const id = this.nextId++;
-        w.ledger.set(id, h);
-        h.holders++;
-        if (this.rt.config.speculate) this.dealtAt.set(id, performance.now());
-        grant.t.push(h.task);
-        grant.i.push(id);
-        if (h.watched) watched.push(i);
-      }
-      if (prios.some((p) => p !== 0)) grant.q = prios;
-      if (watched.length > 0) grant.a = watched;
-      w.granted += held.length;
-      w.wants = false;
-      this.rt.count("grants");
-      this.rt.count(w.rank === this.rt.rank ? "tasksKept" : "tasksGranted", held.length);
-      this.rt.send(w.rank, TAG.grant, grant as unknown as Record<string, unknown>);
+  protected deficit(w: WorkerView<T>): number {
+    return w.capacity - w.queued - (w.granted - w.received);
+  }
+
+  protected holds(w: WorkerView<T>): number {
+    return w.queued;
+  }
+
+  /** Grants `chunk` tasks to `w`, each entered in its ledger under a new id. */
+  protected deal(w: WorkerView<T>, chunk: number): void {
+    const held: Held<T>[] = [];
+    const prios: number[] = [];
+    this.queue.give(chunk, held, prios);
+    const grant: Grant = { t: [], i: [] };
+    const watched: number[] = [];
+    for (let i = 0; i < held.length; i++) {
+      const h = held[i] as Held<T>;
+      const id = this.nextId++;
+      w.ledger.set(id, h);
+      h.holders++;
+      if (this.rt.config.speculate) this.dealtAt.set(id, performance.now());
+      grant.t.push(h.task);
+      grant.i.push(id);
+      if (h.watched) watched.push(i);
     }
-    this.cursor = (this.cursor + 1) % n;
-    if (unmet > 0) this.seekWork();
+    if (prios.some((p) => p !== 0)) grant.q = prios;
+    if (watched.length > 0) grant.a = watched;
+    this.granted(w, held.length);
+    this.rt.send(w.rank, TAG.grant, grant as unknown as Record<string, unknown>);
+  }
+
+  protected override dispatch(): void {
+    if (this.workers.length === 0 || this.finished) return;
+    super.dispatch();
     if (this.rt.config.speculate && this.queue.size === 0) this.rescue();
   }
 
@@ -349,34 +299,6 @@ export class ResilientCoordinator<T> implements Engine<T> {
   }
 
   /**
-   * Workers wait and the queue is empty: ask workers that hold tasks (as of their latest commit) to give some
-   * back, one per waiting worker, plus one, the most loaded first and workers not waiting themselves before
-   * those that are; as the plain coordinator does (coordinator.ts `seekWork`, where the reasons are).
-   */
-  private seekWork(): void {
-    let waiting = 0;
-    let hungry = 0;
-    let victims: WorkerView<T>[] = [];
-    const starving = (w: WorkerView<T>) => w.wants && w.queued < w.capacity;
-    for (const w of this.workers) {
-      if (!w.alive) continue;
-      if (starving(w)) hungry++;
-      if (w.asked) waiting--;
-      else if (w.queued > 0) victims.push(w);
-    }
-    waiting += hungry;
-    if (hungry < 2) victims = victims.filter((w) => !starving(w));
-    if (waiting <= 0 || victims.length === 0) return;
-    const load = (w: WorkerView<T>) => (w.wants ? 0 : 2 ** 40) + w.queued;
-    victims.sort((a, b) => load(b) - load(a));
-    for (const w of victims.slice(0, waiting + 1)) {
-      w.asked = true;
-      this.rt.count("releasesSent");
-      this.rt.send(w.rank, TAG.release, {});
-    }
-  }
-
-  /**
    * Worker `rank` died: everything in its ledger goes back to the queue, watched, and nothing it sends any more
    * counts. Returns how many tasks were re-dealt (undefined for a rank that was no worker of this run).
    */
@@ -433,48 +355,14 @@ export class ResilientCoordinator<T> implements Engine<T> {
     return redealt;
   }
 
-  private checkTermination(): void {
-    if (this.finished || this.queue.size > 0) return;
-    // Every worker waits for work with nothing queued, as of its latest commit, and holds nothing since: what
-    // its tasks put is in the ledger with their completion (one commit; never sent while a task runs), and
-    // what the app put there is queued or running when it commits next.
-    for (const w of this.workers) {
-      if (!w.alive) continue;
-      if (!w.joined || w.ledger.size > 0 || w.queued > 0 || !w.wants || w.early.size > 0) return;
-    }
-    this.finished = true;
-    this.stopRecheck();
-    const result = this.rt.results.take();
-    this.rt.results.final = result;
-    for (const w of this.workers) if (w.alive) this.rt.send(w.rank, TAG.done, withResult({}, result));
-    this.settled.resolve();
+  protected idle(w: WorkerView<T>): boolean {
+    // It waits for work with nothing queued, as of its latest commit, and holds nothing since: what its tasks
+    // put is in the ledger with their completion (one commit; never sent while a task runs), and what the app
+    // put there is queued or running when it commits next.
+    return w.joined && w.ledger.size === 0 && w.queued === 0 && w.wants && w.early.size === 0;
   }
 
-  private alive(except?: number): number[] {
-    return this.workers.filter((w) => w.alive && w.rank !== except).map((w) => w.rank);
-  }
-
-  private abort(f: Fail, source: number): void {
-    this.finished = true;
+  protected override onEnd(): void {
     this.stopRecheck();
-    sendFail(this.rt, this.alive(source), TAG.fail, f);
-    this.settled.reject(failFromMessage(f));
-  }
-
-  stop(result: WireResult): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.stopRecheck();
-    this.rt.endStopped(result);
-    for (const r of this.alive()) this.rt.send(r, TAG.stopped, withResult({}, result));
-    this.settled.resolve();
-  }
-
-  fail(error: Error): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.stopRecheck();
-    sendFail(this.rt, this.alive(), TAG.fail, failureBody(this.rt.rank, error));
-    this.settled.reject(error);
   }
 }

@@ -31,14 +31,14 @@
  *                                   off this worker's ledger already)
  * PUT      worker -> coordinator  { t: tasks, q?: priorities }  the app put these on the worker's rank during
  *                                   the run (not a task): into the queue, part of no commit
- * RELEASE, DONE, FAIL, STOP, STOPPED as in protocol.ts.
+ * RELEASE, DONE, FAIL, STOP, STOPPED as in plain-protocol.ts.
  *
  * With `speculate`, a commit keeps apart what each ledger task and the tasks it put since the last commit
  * produced, so that a copy that lost can be dropped whole: rr/rv (root ids and their partial results, instead
  * of r), hr (the root of each held task, aligned with hi), tr (of each task sent, aligned with t). A task put by
  * a task of root R has root R until a commit makes it a ledger task of its own; R is in the same commit's x.
  */
-import { TAG as PLAIN_TAG } from "./protocol.ts";
+import { TAG as PLAIN_TAG } from "./plain-protocol.ts";
 
 /** The plain protocol's tags, plus WATCHING, RESCIND and PUT (below). */
 export const TAG = { ...PLAIN_TAG, watching: 8, rescind: 9, put: 10 } as const;

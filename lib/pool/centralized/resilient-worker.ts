@@ -1,16 +1,10 @@
-import { deferred } from "../../deferred.ts";
-import { Executor, now } from "../executor.ts";
-import { TaskQueue } from "../queue.ts";
-import { type Results, type WireResult, withResult } from "../results.ts";
-import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
+import { now } from "../executor.ts";
+import { type Results, withResult } from "../results.ts";
+import type { PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
-import { askToStop, failToCoordinator, settleOnWord } from "./ending.ts";
 import { type Commit, type Grant, TAG } from "./resilient-protocol.ts";
+import { MAX_CAPACITY, WorkerCore } from "./worker-core.ts";
 
-/** Largest number of tasks a worker asks to hold. */
-const MAX_CAPACITY = 8192;
-/** Most tasks given back in one commit. */
-const MAX_RELEASE = 4096;
 /** Puts sent to the coordinator once this many wait (else with the next commit). */
 const FLUSH_TASKS = 512;
 /**
@@ -49,24 +43,14 @@ const isWatched = (e: Entry<unknown>): boolean => e.watch === -1 || (e.watch > 0
 /**
  * A worker of a centralized pool that survives worker deaths (resilient-protocol.ts). It runs tasks like the
  * plain worker (worker.ts: its own puts newest first, what was dealt in the order dealt, capacity from measured
- * rates), and reports to the coordinator only in commits, each of which moves the coordinator's ledger of what
+ * rates; what the two share is in worker-core.ts), and reports to the coordinator only in commits, each of which moves the coordinator's ledger of what
  * this worker holds from one exact state to the next: the ledger tasks finished, the ones given back, the
  * tasks put since the last commit that are still held here (which now enter the ledger), the tasks sent to
  * the coordinator's queue, and the values returned by every task finished since. Tasks put and finished
  * between two commits never travel. A commit is sent only between tasks, never while one runs, so each
  * finished task's value and puts are in the same commit.
  */
-export class ResilientWorker<T> implements Engine<T> {
-  private readonly settled = deferred();
-  readonly done = this.settled.promise;
-  private readonly own: TaskQueue<Entry<T>>;
-  private readonly dealt = new TaskQueue<Entry<T>>("fifo");
-  private readonly exec: Executor<T>;
-  private readonly keep: number;
-  private finished = false;
-  private stopping = false;
-  private wake: (() => void) | undefined;
-  private seq = 0;
+export class ResilientWorker<T> extends WorkerCore<T, Entry<T>> {
   /** Since the last commit: ledger ids finished and given back, entries put here, tasks for the coordinator. */
   private finishedIds: number[] = [];
   private givenIds: number[] = [];
@@ -81,11 +65,6 @@ export class ResilientWorker<T> implements Engine<T> {
   private executed = 0;
   private committedExecuted = 0;
   private lastCommit = now();
-  private owed = false;
-  private requestSentAt = -1;
-  private parked = false;
-  private capacity: number;
-  private rttMs = 0;
   /** The run has started (puts before it are the initial tasks, reported held by the first commit). */
   private started = false;
   /** The app's puts waiting for the end of this turn to go to the coordinator (PUT). */
@@ -109,35 +88,15 @@ export class ResilientWorker<T> implements Engine<T> {
   private readonly rootValues = new Map<number, Results>();
   private readonly byId = new Map<number, Entry<T>>();
 
-  constructor(
-    private readonly rt: PoolRuntime,
-    handler: TaskHandler<T>,
-    ctx: TaskContext<T>,
-    initial: readonly PendingPut<T>[],
-  ) {
-    this.own = new TaskQueue<Entry<T>>(rt.config.order);
-    this.keep = rt.config.keep;
-    this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
-    this.capacity = rt.config.chunk > 0 ? Math.max(2, rt.config.chunk) : 4;
+  constructor(rt: PoolRuntime, handler: TaskHandler<T>, ctx: TaskContext<T>, initial: readonly PendingPut<T>[]) {
+    super(rt, handler, ctx);
     this.speculate = rt.config.speculate;
-    for (const p of initial) this.put(p.task, p.priority);
+    this.putInitial(initial);
   }
 
-  queued(): number {
-    return this.own.size + this.dealt.size;
-  }
-
-  private next(): Entry<T> | undefined {
-    const own = this.own;
-    const dealt = this.dealt;
-    if (dealt.size === 0) return own.pop();
-    if (own.size === 0) return dealt.pop();
-    return (own.peekPriority() as number) >= (dealt.peekPriority() as number) ? own.pop() : dealt.pop();
-  }
-
-  start(): void {
+  override start(): void {
     this.started = true;
-    void this.loop().catch((e: Error) => this.fail(e));
+    super.start();
   }
 
   put(task: T, priority: number, _to?: number, fromTask = false): void {
@@ -189,7 +148,7 @@ export class ResilientWorker<T> implements Engine<T> {
   }
 
   /** Moves up to `n` queued tasks to the coordinator: dealt ones first (not started here), then the oldest own. */
-  private giveBack(n: number): number {
+  protected giveBack(n: number): number {
     const taken: Entry<T>[] = [];
     const prios: number[] = [];
     this.dealt.give(n, taken, prios);
@@ -209,13 +168,8 @@ export class ResilientWorker<T> implements Engine<T> {
     return taken.length;
   }
 
-  private release(): void {
-    const n = this.queued();
-    if (n === 0) return;
-    this.owed = false;
-    this.rt.count("releases");
-    this.rt.count("tasksReleased", this.giveBack(Math.min(MAX_RELEASE, Math.ceil(n / 2))));
-    this.commit(false);
+  protected report(request: boolean): void {
+    this.commit(request);
   }
 
   /**
@@ -312,7 +266,7 @@ export class ResilientWorker<T> implements Engine<T> {
     this.capacity = Math.min(MAX_CAPACITY, Math.max(2, want));
   }
 
-  private async loop(): Promise<void> {
+  protected async loop(): Promise<void> {
     const exec = this.exec;
     exec.resume();
     this.commit(true);
@@ -386,9 +340,7 @@ export class ResilientWorker<T> implements Engine<T> {
       }
       if (this.queued() > 0) continue;
       this.parked = true;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
+      await this.woken();
       this.parked = false;
       exec.resume();
     }
@@ -421,8 +373,7 @@ export class ResilientWorker<T> implements Engine<T> {
       // give back half of this grant (its next commit tells the coordinator it is no longer owed).
       if (this.parked) this.owed = false;
       if (this.requestSentAt >= 0) {
-        const sample = now() - this.requestSentAt;
-        this.rttMs = this.rttMs === 0 ? sample : this.rttMs * 0.75 + sample * 0.25;
+        this.measureTurnaround();
         this.updateCapacity();
         this.requestSentAt = -1;
       }
@@ -444,11 +395,7 @@ export class ResilientWorker<T> implements Engine<T> {
       // Answered between tasks (a commit never goes out while a task runs), or by the next idle commit. Not at
       // once while parked: the latest commit said this worker holds nothing, and a grant on its way wakes it.
       this.owed = true;
-    } else if (settleOnWord(this.rt, this.settled, tag, body)) {
-      this.finished = true;
-      if (tag === TAG.done) this.rt.stats.counters.capacity = this.capacity;
-      this.wakeUp();
-    }
+    } else this.ended(tag, body);
   }
 
   /** Another rank died: only the coordinator's death matters here, and it ends the run (nobody holds a ledger). */
@@ -457,28 +404,13 @@ export class ResilientWorker<T> implements Engine<T> {
     return undefined;
   }
 
-  private wakeUp(): void {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
+  protected override wakeUp(): void {
+    super.wakeUp();
     // A run that ends while a watched task waits for WATCHING ends that wait too.
     if (this.finished) {
       const seen = this.seen;
       this.seen = undefined;
       seen?.();
     }
-  }
-
-  stop(result: WireResult): void {
-    if (this.finished || this.stopping) return;
-    this.stopping = true;
-    askToStop(this.rt, result);
-  }
-
-  fail(error: Error): void {
-    if (this.finished) return;
-    this.finished = true;
-    failToCoordinator(this.rt, this.settled, error);
-    this.wakeUp();
   }
 }

@@ -1,25 +1,20 @@
-import { deferred } from "../../deferred.ts";
 import { FLUSH_TASKS, TaskBatch } from "../batch.ts";
-import { Executor, now } from "../executor.ts";
+import { now } from "../executor.ts";
 import { Flight } from "../flight.ts";
-import { TaskQueue } from "../queue.ts";
-import { type WireResult, withResult } from "../results.ts";
-import type { Engine, PendingPut, PoolRuntime } from "../runtime.ts";
+import { withResult } from "../results.ts";
+import type { PendingPut, PoolRuntime } from "../runtime.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
-import { askToStop, failToCoordinator, settleOnWord } from "./ending.ts";
-import { type Status, TAG } from "./protocol.ts";
+import { type Status, TAG } from "./plain-protocol.ts";
+import { MAX_CAPACITY, WorkerCore } from "./worker-core.ts";
 
-/** Largest number of tasks a worker asks to hold. */
-const MAX_CAPACITY = 8192;
-/** Most tasks sent back in one status. */
-const MAX_RELEASE = 4096;
 /** Largest factor by which running dry raises the capacity computed from round trips. */
 const MAX_BOOST = 64;
 /** Most tasks a worker holds while its tasks are long (Executor `longTasks`): the next one and one more. */
 const LONG_HOLD = 2;
 
 /**
- * A centralized-pool worker. It holds a local queue of the tasks the coordinator granted it and of the tasks
+ * A centralized-pool worker (the queues, requests, RELEASE and ending it shares with the resilient worker are
+ * in worker-core.ts). It holds a local queue of the tasks the coordinator granted it and of the tasks
  * its handlers put (up to the `keep` option), and runs them in the pool's `order` (newest first by default,
  * so a task tree is walked depth-first here, as by a plain loop). It never waits a round trip for work while
  * work exists:
@@ -40,19 +35,7 @@ const LONG_HOLD = 2;
  * Its statuses carry cumulative counts (run, kept, given back, sent), so the coordinator knows exactly how
  * many tasks it holds as of each status, and the values its handlers returned since the last status.
  */
-export class CentralWorker<T> implements Engine<T> {
-  private readonly settled = deferred();
-  readonly done = this.settled.promise;
-  /** Tasks put on this rank and kept, run in the pool's order; tasks granted, run in the order dealt. */
-  private readonly own: TaskQueue<T>;
-  private readonly dealt = new TaskQueue<T>("fifo");
-  private readonly exec: Executor<T>;
-  private readonly keep: number;
-  private finished = false;
-  /** A task here called ctx.stop; the coordinator's STOPPED ends the run. */
-  private stopping = false;
-  private wake: (() => void) | undefined;
-  private seq = 0;
+export class CentralWorker<T> extends WorkerCore<T, T> {
   /** Cumulative counts, as in STATUS. */
   private executed = 0;
   private kept = 0;
@@ -64,17 +47,9 @@ export class CentralWorker<T> implements Engine<T> {
    * of the slice or when idle.
    */
   private readonly out = new TaskBatch<T>();
-  /** A RELEASE not yet answered. */
-  private owed = false;
-  /** When the pending request for work was sent (-1: none pending). */
-  private requestSentAt = -1;
-  /** True while the loop is parked with nothing to run. */
-  private parked = false;
-  private capacity: number;
   private boost = 1;
-  /** Tasks the coordinator asked this worker to hold (0: none asked), when it answers late (protocol.ts). */
+  /** Tasks the coordinator asked this worker to hold (0: none asked), when it answers late (plain-protocol.ts). */
   private hold = 0;
-  private rttMs = 0;
   /**
    * Async tasks in flight (PoolOptions `concurrency`). They count as held until they settle (the coordinator
    * sees them in `d`, tasks run), so the run cannot end while one is in flight.
@@ -83,42 +58,14 @@ export class CentralWorker<T> implements Engine<T> {
   /** Tasks this worker runs at once: 1, or the flight's limit once a handler returned a promise. */
   private width = 1;
 
-  constructor(
-    private readonly rt: PoolRuntime,
-    handler: TaskHandler<T>,
-    ctx: TaskContext<T>,
-    initial: readonly PendingPut<T>[],
-  ) {
-    this.own = new TaskQueue<T>(rt.config.order);
-    this.keep = rt.config.keep;
-    this.exec = new Executor(handler, ctx, rt.stats, rt.results, rt.trace);
+  constructor(rt: PoolRuntime, handler: TaskHandler<T>, ctx: TaskContext<T>, initial: readonly PendingPut<T>[]) {
+    super(rt, handler, ctx);
     this.flight = new Flight(
       rt.concurrency,
       () => this.executed++,
       (e) => this.fail(e),
     );
-    this.capacity = rt.config.chunk > 0 ? Math.max(2, rt.config.chunk) : 4;
-    for (const p of initial) this.put(p.task, p.priority);
-  }
-
-  queued(): number {
-    return this.own.size + this.dealt.size;
-  }
-
-  /**
-   * The next task: the higher priority of the two queues' heads, this rank's own on a tie (work-first: it goes
-   * on depth-first with what it created, and what was dealt stays available to be released).
-   */
-  private next(): T | undefined {
-    const own = this.own;
-    const dealt = this.dealt;
-    if (dealt.size === 0) return own.pop();
-    if (own.size === 0) return dealt.pop();
-    return (own.peekPriority() as number) >= (dealt.peekPriority() as number) ? own.pop() : dealt.pop();
-  }
-
-  start(): void {
-    void this.loop().catch((e: Error) => this.fail(e));
+    this.putInitial(initial);
   }
 
   put(task: T, priority: number): void {
@@ -140,29 +87,20 @@ export class CentralWorker<T> implements Engine<T> {
     if (this.parked) this.wakeUp();
     else {
       this.flight.wake();
-      if (this.out.size >= FLUSH_TASKS) this.sendStatus(false);
+      if (this.out.size >= FLUSH_TASKS) this.report(false);
     }
   }
 
   /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then the oldest own. */
-  private giveBack(n: number): number {
+  protected giveBack(n: number): number {
     const dealt = this.out.takeFrom(this.dealt, n);
     const moved = dealt + this.out.takeFrom(this.own, n - dealt);
     this.given += moved;
     return moved;
   }
 
-  /** Answers a pending RELEASE with about half of the local queue, if it holds any. */
-  private release(): void {
-    const n = this.queued();
-    if (n === 0) return;
-    this.owed = false;
-    this.rt.count("releases");
-    this.rt.count("tasksReleased", this.giveBack(Math.min(MAX_RELEASE, Math.ceil(n / 2))));
-    this.sendStatus(false);
-  }
-
-  private sendStatus(request: boolean): void {
+  /** Sends a STATUS: cumulative counts, the tasks in the outbox, the values returned since the last one. */
+  protected report(request: boolean): void {
     const body: Status = {
       s: this.seq++,
       d: this.executed,
@@ -201,10 +139,10 @@ export class CentralWorker<T> implements Engine<T> {
     this.capacity = Math.min(MAX_CAPACITY, Math.max(2, Math.ceil(want)));
   }
 
-  private async loop(): Promise<void> {
+  protected async loop(): Promise<void> {
     const exec = this.exec;
     exec.resume();
-    this.sendStatus(true);
+    this.report(true);
     while (!this.finished) {
       const flight = this.flight;
       for (let task = this.next(); task !== undefined; task = this.next()) {
@@ -218,7 +156,7 @@ export class CentralWorker<T> implements Engine<T> {
           flight.add(running);
           if (this.width === 1) {
             this.width = flight.limit;
-            if (this.requestSentAt < 0) this.sendStatus(true);
+            if (this.requestSentAt < 0) this.report(true);
           }
           while (flight.full && !this.finished && !this.stopping) await flight.wait();
         }
@@ -228,12 +166,12 @@ export class CentralWorker<T> implements Engine<T> {
         if (this.requestSentAt < 0) {
           if (size * 2 <= Math.max(this.capacity, this.hold)) {
             this.updateCapacity();
-            this.sendStatus(true);
+            this.report(true);
           }
         } else if (size >= 2 * this.capacity && this.kept > 0) {
           // Its own puts refilled the queue: no longer hungry, so the coordinator stops seeking work for it.
           this.requestSentAt = -1;
-          this.sendStatus(false);
+          this.report(false);
         }
         if (exec.sliceOver()) {
           // Long tasks: this rank answers nothing while one runs, so what it holds beyond the next two waits a
@@ -245,7 +183,7 @@ export class CentralWorker<T> implements Engine<T> {
             const surplus = this.queued() - Math.max(LONG_HOLD, this.hold);
             if (surplus > 0) this.rt.count("tasksShed", this.giveBack(surplus));
           }
-          if (this.out.size > 0) this.sendStatus(false);
+          if (this.out.size > 0) this.report(false);
           await exec.yield();
           if (this.finished || this.stopping) return;
         }
@@ -258,7 +196,7 @@ export class CentralWorker<T> implements Engine<T> {
       const owed = this.owed;
       this.owed = false;
       if (owed || this.executed > this.reportedDone || this.out.size > 0 || this.requestSentAt < 0) {
-        this.sendStatus(this.requestSentAt < 0);
+        this.report(this.requestSentAt < 0);
       }
       if (this.queued() > 0) continue;
       if (flight.size > 0) {
@@ -267,9 +205,7 @@ export class CentralWorker<T> implements Engine<T> {
         continue;
       }
       this.parked = true;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
+      await this.woken();
       this.parked = false;
       exec.resume();
     }
@@ -289,8 +225,7 @@ export class CentralWorker<T> implements Engine<T> {
         // Only a request the coordinator could answer from its queue measures the turnaround; one it had to
         // find work for (releases from other workers) measures scarcity, which a larger capacity cannot cure.
         if (body.z === 1) {
-          const sample = now() - this.requestSentAt;
-          this.rttMs = this.rttMs === 0 ? sample : this.rttMs * 0.75 + sample * 0.25;
+          this.measureTurnaround();
           if (this.parked && this.executed > 0) {
             // Ran dry while the coordinator had work: the capacity was too small for the real turnaround.
             this.boost = Math.min(MAX_BOOST, this.boost * 2);
@@ -308,33 +243,13 @@ export class CentralWorker<T> implements Engine<T> {
       // at once, for as long as a grant to this worker is on its way).
       this.owed = true;
       if (!this.parked) this.release();
-    } else if (settleOnWord(this.rt, this.settled, tag, body)) {
-      this.finished = true;
-      if (tag === TAG.done) {
-        this.rt.stats.counters.capacity = this.capacity;
-        this.rt.stats.counters.rttUs = Math.round(this.rttMs * 1000);
-      }
-      this.wakeUp();
+    } else if (this.ended(tag, body) && tag === TAG.done) {
+      this.rt.stats.counters.rttUs = Math.round(this.rttMs * 1000);
     }
   }
 
-  private wakeUp(): void {
-    const w = this.wake;
-    this.wake = undefined;
-    w?.();
+  protected override wakeUp(): void {
+    super.wakeUp();
     this.flight.wake();
-  }
-
-  stop(result: WireResult): void {
-    if (this.finished || this.stopping) return;
-    this.stopping = true;
-    askToStop(this.rt, result);
-  }
-
-  fail(error: Error): void {
-    if (this.finished) return;
-    this.finished = true;
-    failToCoordinator(this.rt, this.settled, error);
-    this.wakeUp();
   }
 }

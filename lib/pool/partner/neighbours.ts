@@ -8,6 +8,7 @@ import { neighboursOf } from "../topology.ts";
  */
 export const neighbours: PartnerStrategy = {
   summary: "the rank's neighbours in `topology`, in turn",
+  reads: ["topology"],
   create(rank, size, seed, topology): Partner {
     const near = neighboursOf(topology, rank, size);
     let cursor = (seed + rank) % near.length;

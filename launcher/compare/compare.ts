@@ -3,13 +3,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { DISTRIBUTED_COMBINATIONS, distributedSpec, resolvePoolConfig } from "../lib/internal.ts";
-import { resolveApp } from "./app-path.ts";
-import { PACKAGE_ROOT } from "./loader.ts";
-import { OptionReader } from "./argv.ts";
-import { checkOutputFile, checkOutputFolder } from "./output-path.ts";
-import { shortLabel } from "./compare-labels.ts";
-import { agreementHeadline, checkAgreement, resultLine } from "./compare-results.ts";
+import { DISTRIBUTED_COMBINATIONS, distributedSpec, resolvePoolConfig } from "../../lib/internal.ts";
+import { resolveApp } from "../app-path.ts";
+import { PACKAGE_ROOT } from "../loader.ts";
+import { OptionReader } from "../argv.ts";
+import { checkOutputFile, checkOutputFolder } from "../output-path.ts";
+import { shortLabel } from "./labels.ts";
+import { agreementHeadline, checkAgreement, resultLine } from "./results.ts";
 import type {
   Agreement,
   Baseline,
@@ -19,12 +19,12 @@ import type {
   Row,
   RunMetrics,
   Spread,
-} from "./compare-types.ts";
-import { metricCells, metricHeads } from "./compare-cells.ts";
+} from "./types.ts";
+import { metricCells, metricHeads } from "./cells.ts";
 import { renderReport } from "./report-html.ts";
-import type { StatsRecord } from "./stats-table.ts";
-import { formatTable } from "./table.ts";
-import { UsageError } from "./usage-error.ts";
+import type { StatsRecord } from "../stats-table.ts";
+import { formatTable } from "../table.ts";
+import { UsageError } from "../usage-error.ts";
 
 const BIN = fileURLToPath(new URL("bin/workpool.js", PACKAGE_ROOT));
 

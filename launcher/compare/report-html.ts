@@ -1,5 +1,5 @@
-import type { Agreement, CompareOutcome, Row } from "./compare-types.ts";
-import { metricCells, metricHeads } from "./compare-cells.ts";
+import type { Agreement, CompareOutcome, Row } from "./types.ts";
+import { metricCells, metricHeads } from "./cells.ts";
 import { barChart, efficiencyCharts, esc, timelines } from "./report-charts.ts";
 
 /**

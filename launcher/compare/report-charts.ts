@@ -3,7 +3,7 @@
  * efficiency against ranks, and per-rank busy/idle timelines drawn on one time scale.
  */
 import { existsSync, readFileSync } from "node:fs";
-import type { ConfigSummary, Row } from "./compare-types.ts";
+import type { ConfigSummary, Row } from "./types.ts";
 
 export const esc = (s: string) =>
   s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");

@@ -1,5 +1,5 @@
 import { ENV } from "../comm/env.ts";
-import type { ControlChannel } from "./control.ts";
+import type { ControlChannel } from "./channel.ts";
 
 /** Where the preload leaves the control channel for this module (a global: it survives duplicate loads). */
 export const CONTROL_KEY = Symbol.for("workpool.control");

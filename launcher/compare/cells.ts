@@ -1,4 +1,4 @@
-import type { Row, Spread } from "./compare-types.ts";
+import type { Row, Spread } from "./types.ts";
 
 /** A fraction as a percentage with one decimal. */
 export const percent = (x: number): string => `${(x * 100).toFixed(1)}%`;

@@ -1,6 +1,6 @@
 /**
  * Death notices on a rank: the launcher writes `{"t":"dead","rank":R,"why":W}` to every live rank's control
- * channel (control.ts) when it survives the death of rank R, which it does only once a pool has asked it to
+ * channel (channel.ts) when it survives the death of rank R, which it does only once a pool has asked it to
  * (`{"t":"tolerate","essential":[...]}`, launcher/job.ts). Every rank gets the notices in the same order. Without
  * a launcher none ever arrives.
  */

@@ -1,4 +1,5 @@
-import * as zmq from "zeromq";
+import type * as Zmq from "zeromq";
+import { loadZmq } from "./zmq.ts";
 import { BootstrapError } from "../errors.ts";
 
 /**
@@ -27,7 +28,7 @@ const Z85_KEY = /^[0-9a-zA-Z.\-:+=^!/*?&<>()[\]{}@%$#]{40}$/;
 /** A new key pair for a job. BootstrapError if this ZeroMQ build has no CURVE. */
 export function makeJobKey(): JobKey {
   checkCurve();
-  return zmq.curveKeyPair();
+  return loadZmq().curveKeyPair();
 }
 
 /** The 80-character text of a key (WORKPOOL_KEY). */
@@ -50,6 +51,7 @@ export function parseJobKey(text: string, source: string): JobKey {
 
 /** BootstrapError unless the zeromq package was built with CURVE (libsodium or tweetnacl). */
 export function checkCurve(): void {
+  const zmq = loadZmq();
   if (!zmq.capability.curve) {
     throw new BootstrapError(
       `this zeromq build (libzmq ${zmq.version}) has no CURVE security, which workpool needs to authenticate a ` +
@@ -62,7 +64,7 @@ export function checkCurve(): void {
  * Socket options of a CURVE server holding the job's key (a rank's inbox, the rendezvous); none for a job
  * started without security (`workpool launch --insecure`: no key).
  */
-export function serverOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {
+export function serverOptions(key: JobKey | undefined): Partial<Zmq.SocketOptions<Zmq.Socket>> {
   const bounded = { handshakeInterval: HANDSHAKE_DEADLINE_MS };
   return key
     ? { ...bounded, curveServer: true, curveSecretKey: key.secretKey, curvePublicKey: key.publicKey }
@@ -78,6 +80,6 @@ export function serverOptions(key: JobKey | undefined): Partial<zmq.SocketOption
 export const HANDSHAKE_DEADLINE_MS = 5000;
 
 /** Socket options of a CURVE client of the job (a rank's connection to another, to the rendezvous); see above. */
-export function clientOptions(key: JobKey | undefined): Partial<zmq.SocketOptions<zmq.Socket>> {
+export function clientOptions(key: JobKey | undefined): Partial<Zmq.SocketOptions<Zmq.Socket>> {
   return key ? { curveServerKey: key.publicKey, curvePublicKey: key.publicKey, curveSecretKey: key.secretKey } : {};
 }

@@ -9,7 +9,7 @@
  * - a name that is configuration, not result: `elapsed`, `wall`, `variant`, `pool`, `mode`, `ranks`, `np`;
  * - a name given with `--ignore KEY` (exact, case-sensitive).
  */
-import type { Agreement, ConfigSummary, ResultLine } from "./compare-types.ts";
+import type { Agreement, ConfigSummary, ResultLine } from "./types.ts";
 
 const TIMING_WORDS = new Set(["seconds", "ms", "millis", "time"]);
 const CONFIGURATION_NAMES = new Set(["elapsed", "wall", "variant", "pool", "mode", "ranks", "np"]);

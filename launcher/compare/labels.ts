@@ -5,7 +5,7 @@
  * A distributed name always shows initiation/partner/termination, defaults filled in (no partner for the
  * initiations that take none: `dist lifeline/token`); other keys as given.
  */
-import { PARTNERED, resolvePoolConfig } from "../lib/internal.ts";
+import { PARTNERED, resolvePoolConfig } from "../../lib/internal.ts";
 
 const SHORT: Readonly<Record<string, string>> = {
   centralized: "central",

@@ -1,6 +1,6 @@
 /**
  * Loaded into every rank before the app (`node --import`). It opens the rank's control channel to the launcher
- * (control.ts: a connection to the address in WORKPOOL_CONTROL, made in the background, authenticated by the
+ * (channel.ts: a connection to the address in WORKPOOL_CONTROL, made in the background, authenticated by the
  * job's WORKPOOL_TOKEN, so a rank on another host can make it too; the app starts at once over a local Unix
  * socket, after one round trip over TCP). Four duties:
  * - the first heartbeat: it goes with the hello, before the app is evaluated (synchronously over a Unix socket),
@@ -18,7 +18,7 @@
  */
 import "./boot.ts";
 import { inspect } from "node:util";
-import { openControlChannel } from "./control.ts";
+import { openControlChannel } from "./channel.ts";
 import { liveFromStart, startLive } from "./live.ts";
 import { CONTROL_KEY } from "./report.ts";
 
