@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { constants, cpus, loadavg, totalmem } from "node:os";
 import { fileURLToPath } from "node:url";
+import type { Readable } from "node:stream";
 import * as zmq from "zeromq";
 
 /**
@@ -99,6 +100,8 @@ export interface Child {
   readonly exited: Promise<string>;
   /** Kills its whole process group. */
   kill(): void;
+  /** Its stderr, as text (for a suite that reads a line while the process runs). */
+  readonly stderr: Readable;
 }
 
 /** Kills of the process groups still running, for when the bench itself exits or is interrupted. */
@@ -158,7 +161,7 @@ export function start(label: string, command: string, args: readonly string[], o
   });
   // A failure is reported by whoever awaits `exited`; until then it must not count as unhandled.
   exited.catch(() => {});
-  return { label, exited, kill };
+  return { label, exited, kill, stderr: child.stderr };
 }
 
 /** Runs one process to its end and resolves with every stdout line that parses as a JSON object. */

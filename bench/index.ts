@@ -21,6 +21,7 @@ const SUITES: Record<string, () => Promise<Suite>> = {
   longtasks: async () => (await import("./longtasks.ts")).suite,
   "node-tasks": async () => (await import("./node-tasks.ts")).suite,
   scale: async () => (await import("./scale.ts")).suite,
+  dashboard: async () => (await import("./dashboard.ts")).suite,
 };
 
 const USAGE = `Usage: npm run bench [-- <suite> [options]...]

@@ -41,6 +41,11 @@ export class OptionReader {
     return v;
   }
 
+  /** The current option's inline value (after `=`), if it has one: for options whose value is optional. */
+  inlineValue(): string | undefined {
+    return this.inline;
+  }
+
   /** A whole number from min to max. */
   int(flag: string, min: number, max: number): number {
     const raw = this.value(flag);
@@ -74,6 +79,11 @@ export class OptionReader {
     const app = this.argv[this.i];
     if (app === undefined) throw new UsageError(`missing <app> (see workpool ${command} --help)`);
     return { app, args: this.argv.slice(this.i + 1) };
+  }
+
+  /** The arguments after the options (possibly none). */
+  rest(): string[] {
+    return this.argv.slice(this.i);
   }
 
   unknown(flag: string, command: string): never {

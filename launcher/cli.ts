@@ -34,6 +34,7 @@ Run dynamic, irregular parallel programs on many Node.js processes joined by Zer
 Commands:
   launch [options] <app> [args...]   start N ranks of an app (see workpool launch --help)
   compare [options] <app> [args...]  run an app under several pool strategies and compare them
+  top [JOB-FOLDER]                   watch a running job in the terminal (see workpool top --help)
   keygen                             print a new job key, for WORKPOOL_KEY when ranks are started
                                      by mpirun or srun (docs/hosts.md)
 
@@ -101,6 +102,14 @@ Options:
       --stats           print every rank's pool statistics as a table after the run
       --trace FILE      write a Chrome Trace Event Format file (open in Perfetto or chrome://tracing)
       --quiet           no live progress line (it is shown only when stderr is a terminal)
+      --dashboard[=PORT] serve a live page of the job (ranks busy and waiting, queues, tasks moved,
+                        memory; pools' progress, rate, termination; output, failures, the trace so far)
+                        on 127.0.0.1 (PORT, default any free one); the printed URL carries the job's
+                        secret, without which the page answers 403 (docs/dashboard.md)
+      --dashboard-host ADDR  listen on ADDR instead of 127.0.0.1 (the secret still guards the page)
+      --dashboard-keep SECONDS  after the job ends, keep showing its final state this long; the default
+                        is until Ctrl-C when stdin is a terminal, else 0; workpool top shows any
+                        running job in the terminal, with or without --dashboard
   -h, --help            show this help
 
 Distributed pool strategies (--pool distributed,KEY=NAME,...; docs/distributed.md):
@@ -208,6 +217,9 @@ async function launch(argv: string[]): Promise<number> {
   let statsJson: string | undefined;
   let trace: string | undefined;
   let quiet = false;
+  let dashboard: { port: number; host?: string; keepSeconds?: number } | undefined;
+  let dashboardHost: string | undefined;
+  let dashboardKeep: number | undefined;
   const nodeArgs: string[] = [];
   const opts = new OptionReader(argv);
   for (let flag = opts.next(); flag !== undefined; flag = opts.next()) {
@@ -234,6 +246,20 @@ async function launch(argv: string[]): Promise<number> {
         break;
       case "--quiet":
         quiet = true;
+        break;
+      case "--dashboard": {
+        const port = opts.inlineValue();
+        dashboard = { port: port === undefined ? 0 : opts.int(flag, 1, 65535) };
+        break;
+      }
+      case "--dashboard-host":
+        dashboardHost = opts.value(flag);
+        if (!/^[0-9A-Za-z.:-]+$/.test(dashboardHost)) {
+          throw new UsageError(`option --dashboard-host must be an address; got ${JSON.stringify(dashboardHost)}`);
+        }
+        break;
+      case "--dashboard-keep":
+        dashboardKeep = opts.secondsOrNone(flag, "not at all", 1);
         break;
       case "--timeout":
         timeoutSeconds = opts.seconds(flag);
@@ -296,6 +322,15 @@ async function launch(argv: string[]): Promise<number> {
   if (pool !== undefined) await checkPoolSpec(pool, ranks);
   const placement = hosts ? placeRanks(hosts, ranks, oversubscribe) : undefined;
   checkMemory(placement ? placement.filter(isLocalHost).length : ranks, force);
+  if (dashboard === undefined && (dashboardHost !== undefined || dashboardKeep !== undefined)) {
+    throw new UsageError(
+      `option ${dashboardHost !== undefined ? "--dashboard-host" : "--dashboard-keep"} needs --dashboard`,
+    );
+  }
+  if (dashboard) {
+    dashboard.host = dashboardHost;
+    dashboard.keepSeconds = dashboardKeep ?? (process.stdin.isTTY ? Infinity : 0);
+  }
   const { app, args } = opts.app("launch");
   const appFile = resolveApp(app);
   if (trace !== undefined) checkOutputFile("--trace", trace);
@@ -317,6 +352,7 @@ async function launch(argv: string[]): Promise<number> {
     trace,
     quiet,
     nodeArgs,
+    dashboard,
   });
 }
 
@@ -336,6 +372,11 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case "launch":
         return await launch(rest);
+      case "top": {
+        // Loaded only for this command, as compare is.
+        const { top } = await import("./dashboard/top.ts");
+        return await top(rest);
+      }
       case "keygen":
         if (rest.length > 0) throw new UsageError("keygen takes no arguments");
         process.stdout.write(`${formatJobKey(makeJobKey())}\n`);

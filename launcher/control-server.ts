@@ -28,7 +28,17 @@ export interface ControlServerOptions {
    * @default DEFAULT_MAX_STRANGERS
    */
   readonly maxStrangers?: number;
+  /**
+   * Called when a watcher (`{"t":"watch","token"}`: `workpool top`) is accepted; without it, watchers are
+   * refused. Watchers get only what `toWatchers` writes.
+   */
+  readonly onWatch?: () => void;
 }
+
+/** Watchers held at once; past that, a new one is refused. */
+export const MAX_WATCHERS = 8;
+/** A watcher that has this many bytes not yet read gets no more updates until it has read them. */
+const WATCHER_BACKLOG = 1 << 20;
 
 /**
  * How long a connection may stay without saying hello. A rank writes its hello as soon as it is connected, so
@@ -71,6 +81,8 @@ export class ControlServer {
   /** Every line broadcast so far, in order: a connection accepted later is sent them all first. */
   private readonly broadcasts: string[] = [];
   private readonly token: Buffer;
+  /** Connections of watchers (`workpool top`), which are sent the job's live state. */
+  private readonly watchers = new Set<Socket>();
 
   private constructor(
     private readonly server: Server,
@@ -180,6 +192,29 @@ export class ControlServer {
     for (const [socket] of open) socket.destroy();
   }
 
+  /**
+   * Writes `line` to every watcher that has read what it was sent before; a watcher that reads slowly misses
+   * updates instead of making the launcher queue them.
+   */
+  toWatchers(line: string): void {
+    for (const socket of this.watchers) {
+      if (!socket.closed && socket.writableLength < WATCHER_BACKLOG) socket.write(line);
+    }
+  }
+
+  /**
+   * Ends the watchers' connections, after what was written to them (`close` leaves them open, so that they can
+   * be sent the job's final state once its status is known).
+   */
+  endWatchers(): void {
+    for (const socket of this.watchers) socket.end();
+  }
+
+  /** How many watchers are attached. */
+  get watching(): number {
+    return this.watchers.size;
+  }
+
   /** How many connections were dropped without a hello (too slow to say it, or too many at once). */
   get dropped(): number {
     return this.droppedStrangers;
@@ -230,6 +265,23 @@ export class ControlServer {
           this.record(rank, line);
           continue;
         }
+        const watch = this.opts.onWatch ? this.watchHello(line) : undefined;
+        if (watch !== undefined) {
+          clearTimeout(deadline);
+          this.strangers.delete(socket);
+          const no =
+            watch !== true ? watch : this.watchers.size >= MAX_WATCHERS ? `${MAX_WATCHERS} watchers already` : "";
+          if (no !== "") {
+            refused = true;
+            socket.end(`${JSON.stringify({ t: "refused", reason: no })}\n`);
+            return;
+          }
+          this.watchers.add(socket);
+          // A watcher only reads: what it writes from now on is ignored.
+          refused = true;
+          this.opts.onWatch?.();
+          return;
+        }
         const why = this.hello(line);
         if (typeof why === "string") {
           refused = true;
@@ -254,6 +306,7 @@ export class ControlServer {
       this.strangers.delete(socket);
       this.ranks.delete(socket);
       this.backlog.delete(socket);
+      this.watchers.delete(socket);
     });
   }
 
@@ -262,6 +315,19 @@ export class ControlServer {
     if (!this.strangers.delete(socket)) return;
     this.droppedStrangers++;
     socket.destroy();
+  }
+
+  /** For a watcher's hello: true if it carries the job's token, else why it is refused; undefined for any other line. */
+  private watchHello(line: string): true | string | undefined {
+    let hello: { t?: unknown; token?: unknown } | null;
+    try {
+      hello = JSON.parse(line);
+    } catch {
+      return undefined;
+    }
+    if (hello?.t !== "watch") return undefined;
+    const token = Buffer.from(typeof hello.token === "string" ? hello.token : "");
+    return token.length === this.token.length && timingSafeEqual(token, this.token) ? true : "wrong secret";
   }
 
   /** The rank a hello line names, or why it is refused. */

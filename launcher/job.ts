@@ -6,6 +6,7 @@ import { ENV, formatJobKey, makeJobKey, tcpEndpoint, type TransportKind } from "
 import type { RankLauncherFactory, RankProcess } from "./backend.ts";
 import { LocalLauncher } from "./backends/local.ts";
 import { type ControlRecord, ControlServer } from "./control-server.ts";
+import { JobWatch } from "./dashboard/watch.ts";
 import { makeJobFolder } from "./job-folder.ts";
 import { rankNodeOptions } from "./loader.ts";
 import { pipeLines } from "./lines.ts";
@@ -52,6 +53,11 @@ export interface JobOptions {
    * @default DEFAULT_BACKEND: child processes on this host
    */
   readonly backend?: RankLauncherFactory;
+  /**
+   * Serve the live dashboard (`--dashboard[=PORT]`, `--dashboard-host`), and keep it up this long after the
+   * job ends (`keepSeconds`, Infinity: until interrupted). `workpool top` can attach to any job without it.
+   */
+  readonly dashboard?: { readonly port: number; readonly host?: string; readonly keepSeconds?: number };
 }
 
 /** Ranks are child processes of the launcher, on this host. */
@@ -135,6 +141,15 @@ export async function runJob(opts: JobOptions): Promise<number> {
   };
 
   const ranks: Rank[] = [];
+  // The live view (launcher/dashboard/): fed by the hooks marked `watch.` below.
+  const watch = new JobWatch({
+    np: opts.np,
+    app: opts.app,
+    hostOf: (rank) => backend.hostOf?.(rank),
+    trace: opts.trace,
+    dashboard: opts.dashboard,
+    keepSeconds: opts.dashboard?.keepSeconds,
+  });
   const statsRecords: StatsRecord[] = [];
   const traceDir = opts.trace ? join(dir, "trace") : undefined;
   const progress = !opts.quiet && process.stderr.isTTY ? new ProgressLine(process.stderr) : undefined;
@@ -167,6 +182,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     where,
     // Called on a rank's death only, so once the control server (below) is up.
     broadcast: (record) => {
+      watch.broadcast(record);
       control.broadcast(record);
       if (record.t === "dead") shrinks.died(record.rank as number);
     },
@@ -183,6 +199,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     if (!r) return;
     r.lastHeard = Date.now();
     r.heard = true;
+    watch.record(rank, msg);
     if (survival.read(rank, msg) || shrinks.read(rank, msg)) return;
     if (msg.t === "error" && typeof msg.message === "string") {
       r.lastError = msg.message;
@@ -238,7 +255,23 @@ export async function runJob(opts: JobOptions): Promise<number> {
   };
   if (traceDir) mkdirSync(traceDir);
   const token = randomBytes(18).toString("base64url");
-  const control = await ControlServer.listen({ address: backend.controlAddress, size: opts.np, token, onRecord });
+  const control = await ControlServer.listen({
+    address: backend.controlAddress,
+    size: opts.np,
+    token,
+    onRecord,
+    onWatch: watch.onWatch,
+  });
+  try {
+    await watch.attach(control, dir, token, traceDir);
+  } catch (e) {
+    // No rank has started: the job ends here, leaving nothing behind (the dashboard's port is taken, say).
+    await control.close();
+    rendezvous?.close();
+    backend.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
 
   const jobEnv: Record<string, string> = {
     ...opts.forward,
@@ -252,6 +285,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     [ENV.token]: token,
     [ENV.reportStats]: opts.stats || opts.statsJson ? "1" : "0",
     [ENV.reportProgress]: progress ? "1" : "0",
+    ...watch.env(),
   };
   if (opts.pool !== undefined) jobEnv[ENV.pool] = opts.pool;
   if (traceDir) jobEnv[ENV.reportTrace] = "1";
@@ -363,12 +397,13 @@ export async function runJob(opts: JobOptions): Promise<number> {
     ranks.push(r);
     const prefix = opts.prefix ? `[${i}] ` : "";
     const streams = [
-      pipeLines(proc.stdout, stdout as never, prefix),
+      pipeLines(proc.stdout, stdout as never, prefix, (line) => watch.live.output(i, line, false), true),
       pipeLines(
         proc.stderr,
         stderr as never,
         prefix,
         (line) => {
+          watch.live.output(i, line, true);
           if (line.trim() === "") return;
           r.lastStderr = line;
           if (!r.heard && r.earlyStderr.length < EARLY_STDERR_LINES) r.earlyStderr.push(line);
@@ -379,6 +414,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     const exited = proc.exit.then(async ({ code, signal, error }) => {
       r.exited = true;
       shrinks.check();
+      watch.live.exited(i, code, signal);
       if (error !== undefined) r.lastError = error;
       // Killed by the launcher after missing its heartbeats: counted dead then.
       if (survival.isDead(i)) return;
@@ -449,6 +485,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
 
   if (stopReason !== undefined) {
     process.stderr.write(`${stopReason}\n`);
+    await watch.finish(exitStatus ?? 1, stopReason);
     return exitStatus ?? 1;
   }
   if (failure) {
@@ -459,9 +496,16 @@ export async function runJob(opts: JobOptions): Promise<number> {
     process.stderr.write(
       `${line}${whose === undefined ? "" : ` (the same error as ${where(whose)}'s, printed above)`}\n`,
     );
-    if (failure.signal !== null) return 128 + signalNumber(failure.signal);
-    return failure.code && failure.code > 0 && failure.code < 256 ? failure.code : 1;
+    const status =
+      failure.signal !== null
+        ? 128 + signalNumber(failure.signal)
+        : failure.code && failure.code > 0 && failure.code < 256
+          ? failure.code
+          : 1;
+    await watch.finish(status, line);
+    return status;
   }
+  await watch.finish(0);
   return 0;
 }
 

@@ -73,6 +73,8 @@ export const ENV = {
   boot: "WORKPOOL_BOOT",
   /** `1`: pools send the launcher their trace events (`--trace`). */
   reportTrace: "WORKPOOL_REPORT_TRACE",
+  /** `1`: every rank sends live samples for the dashboard from its start (lib/control/live.ts). */
+  reportLive: "WORKPOOL_REPORT_LIVE",
 } as const;
 
 /**
@@ -94,6 +96,7 @@ export const JOB_VARIABLES: readonly string[] = [
   ENV.reportStats,
   ENV.reportProgress,
   ENV.reportTrace,
+  ENV.reportLive,
 ];
 
 /** `base` (the launcher's environment) less every job variable, plus `job` (one rank's job variables). */

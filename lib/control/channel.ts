@@ -15,7 +15,8 @@
  * coordinator re-dealt the tasks a dead rank held; the launcher says so).
  * Launcher to rank: `{"t":"refused","reason"}` before it closes a connection it does not accept, and on an
  * accepted one `{"t":"dead","rank","why"}` for each death the job survives, all of them in the same order on
- * every rank, those from before the rank connected first (handed to deaths.ts: `onRankDeath`).
+ * every rank, those from before the rank connected first (handed to deaths.ts: `onRankDeath`), and `{"t":"live"}`
+ * once someone watches the job (`workpool top`): from then on the rank sends `{"t":"live",...}` samples (live.ts).
  *
  * The connection is also the rank's lifeline: once it is up, its end means the launcher is gone (it exited or
  * was killed, even by SIGKILL) and the rank exits at once, with status 129.
@@ -25,6 +26,7 @@ import { connect, type Socket } from "node:net";
 import { BootstrapError } from "../errors.ts";
 import { ENV, envMs } from "../comm/env.ts";
 import { deliverRankDeath, deliverRankLeft, deliverShrunk } from "./deaths.ts";
+import { startLive } from "./live.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
 export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
@@ -134,7 +136,8 @@ export class ControlChannel {
         if (msg?.t === "refused") this.fail(`it refused this rank: ${String(msg.reason)}`);
         else if (msg?.t === "dead" && typeof msg.rank === "number" && typeof msg.why === "string") {
           deliverRankDeath(msg.rank, msg.why);
-        } else if (msg?.t === "left" && typeof msg.rank === "number" && Array.isArray(msg.p)) {
+        } else if (msg?.t === "live") startLive((record) => this.send(record));
+        else if (msg?.t === "left" && typeof msg.rank === "number" && Array.isArray(msg.p)) {
           deliverRankLeft(msg.rank, msg.p as [number, number][]);
         } else if (msg?.t === "shrunk" && typeof msg.n === "number" && Array.isArray(msg.dead)) {
           deliverShrunk(msg.n, msg.dead as number[], Number(msg.b));

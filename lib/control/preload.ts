@@ -19,6 +19,7 @@
 import "./boot.ts";
 import { inspect } from "node:util";
 import { openControlChannel } from "./channel.ts";
+import { liveFromStart, startLive } from "./live.ts";
 import { CONTROL_KEY } from "./report.ts";
 
 const channel = openControlChannel();
@@ -42,6 +43,8 @@ if (channel) {
     if (!lastWords(err, true)) process.stderr.write(`${inspect(err)}\n`);
     process.exit(1);
   });
+  // A job launched with --dashboard is watched from the start (live.ts).
+  if (liveFromStart()) startLive((record) => channel.send(record));
   // The app starts once the last words have a way out: at once over a Unix socket (a local rank never waits
   // here), after one round trip over TCP.
   await channel.ready;

@@ -77,6 +77,8 @@ interface LoopPool {
   readonly running: boolean;
   put(task: Piece, options?: PutOptions): void;
   run(handler: TaskHandler<Piece, unknown>, options: RunOptions<unknown>): Promise<RunResult<unknown>>;
+  /** The loop's size and progress here, for the live view (lib/control/live.ts), taken by the next run. */
+  nextLoop: { readonly total: number; readonly done: () => number } | undefined;
 }
 
 /** 2^31: indices below it in magnitude are run as int32s (span). */
@@ -441,6 +443,7 @@ export async function forEach<R>(
   // one after another (docs/loops.md), whatever the pool's `concurrency`.
   const runOptions = options?.signal ? { reduce, signal: options.signal, concurrency: 1 } : { reduce, concurrency: 1 };
   let result: RunResult<unknown>;
+  pool.nextLoop = { total: end - start, done: () => stats.iterations };
   try {
     result = await pool.run(handler as TaskHandler<Piece, unknown>, runOptions as RunOptions<unknown>);
   } finally {

@@ -81,6 +81,8 @@ interface MapPool {
   ): Promise<RunResult<number>>;
   listenMap(listener: (source: number, body: Record<string, unknown>) => void): void;
   postMap(dest: number, body: Record<string, unknown>): void;
+  /** The map's size and progress here, for the live view (lib/control/live.ts), taken by the next run. */
+  nextLoop: { readonly total: number; readonly done: () => number } | undefined;
 }
 
 /** A batch of results on the wire: map sequence number, index of the first, the results in index order. */
@@ -371,11 +373,16 @@ async function inFlight(
   }
   const handler = async (task: [number, number], ctx: TaskContext<never>): Promise<number> => {
     const c: LoopContext = { rank: ctx.rank, signal: ctx.signal, stop: () => {} };
-    for (let i = task[0]; i < task[1] && !ctx.signal.aborted; i++) await body(i, c);
+    for (let i = task[0]; i < task[1] && !ctx.signal.aborted; i++) {
+      await body(i, c);
+      ran++;
+    }
     flush();
     return task[1] - task[0];
   };
   const runOptions: RunOptions<number> = { reduce: "sum", concurrency: options.concurrency as number };
+  let ran = 0;
+  pool.nextLoop = { total: n, done: () => ran };
   const r = await pool.run(handler as never, options.signal ? { ...runOptions, signal: options.signal } : runOptions);
   if ((r.result ?? 0) !== n) {
     throw new InvalidArgumentError(

@@ -12,6 +12,7 @@ import {
   RankFailedError,
   StoppedError,
 } from "../errors.ts";
+import { liveRun, type LiveRun } from "../control/live.ts";
 import { REPORT, report } from "../control/report.ts";
 import { Bound, type BoundSense } from "./bound.ts";
 import { ROOT as DISTRIBUTED_ROOT } from "./distributed/protocol.ts";
@@ -221,6 +222,12 @@ export class Pool<T = unknown> {
     return this.pending.length;
   }
 
+  /**
+   * @internal A loop about to run on this pool (doall.ts) gives its total and its count of iterations done here,
+   * for the live view; taken by the next run.
+   */
+  nextLoop: LiveRun["loop"];
+
   /** @internal The rank this pool object lives on. */
   get rank(): number {
     return this.world.rank;
@@ -388,6 +395,16 @@ export class Pool<T = unknown> {
       engine.fail(new AbortError(`run aborted on rank ${this.world.rank}`, { cause: signal?.reason }));
     if (signal?.aborted) onAbort();
     signal?.addEventListener("abort", onAbort, { once: true });
+    const endLive = liveRun({
+      pool: name,
+      run: epoch,
+      config: this.config,
+      stats,
+      t0,
+      queued: () => engine.queued?.() ?? 0,
+      loop: this.nextLoop,
+    });
+    this.nextLoop = undefined;
     const progress = REPORT.progress
       ? setInterval(() => {
           report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: engine.queued?.() ?? 0 });
@@ -411,6 +428,7 @@ export class Pool<T = unknown> {
       offLeave();
       release();
       clearInterval(progress);
+      endLive();
       signal?.removeEventListener("abort", onAbort);
       this.engine = undefined;
       this.runtime = undefined;

@@ -176,6 +176,10 @@ serial(`npm pack builds dist/ and packs it${suffix}`, async (t) => {
   tarball = join(work, info?.filename ?? "");
   const files = info?.files.map((f) => f.path) ?? [];
   t.true(files.includes("dist/lib/index.d.ts") && files.includes("dist/launcher/cli.js"), files.join(" "));
+  // The dashboard's page is no TypeScript: the build copies it beside its server (launcher/dashboard/server.ts).
+  for (const page of ["dashboard.html", "dashboard.css", "dashboard.js"]) {
+    t.true(files.includes(`dist/launcher/dashboard/page/${page}`), `${page} ships: ${files.join(" ")}`);
+  }
   t.false(
     files.some((f) => f.startsWith("lib/") || f.startsWith("launcher/")),
     "the sources stay out of the package",
@@ -246,6 +250,16 @@ serial(`a JavaScript app runs from dist/ with no tsx installed${suffix}`, async 
   } finally {
     renameSync(`${tsx}.away`, tsx);
   }
+});
+
+serial(`a job's dashboard serves its page from the package${suffix}`, async (t) => {
+  const ran = await exec(
+    "npx",
+    ["--offline", "workpool", "launch", "-n", "2", "--no-prefix", "--dashboard", "--dashboard-keep", "0", "hello.mjs"],
+    app,
+  );
+  t.is(ran.code, 0, show(ran));
+  t.regex(ran.stderr, /^workpool: dashboard at http:\/\/127\.0\.0\.1:\d+\/[\w-]+\/$/m);
 });
 
 serial(`a TypeScript app runs with npx tsx and npx workpool launch${suffix}`, async (t) => {

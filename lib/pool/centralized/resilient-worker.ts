@@ -368,6 +368,7 @@ export class ResilientWorker<T> extends WorkerCore<T, Entry<T>> {
       }
       this.received += g.t.length;
       this.rt.count("grantsReceived");
+      this.rt.count("tasksReceived", g.t.length);
       // A RELEASE that reached this worker parked was sent before its idle commit arrived: stale, or it would
       // give back half of this grant (its next commit tells the coordinator it is no longer owed).
       if (this.parked) this.owed = false;

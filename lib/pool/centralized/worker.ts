@@ -220,6 +220,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
       this.hold = (body.h as number | undefined) ?? 0;
       if (body.f !== undefined) this.rt.trace?.flowIn(`${tasks.length} tasks from coordinator`, body.f as string);
       this.rt.count("grantsReceived");
+      this.rt.count("tasksReceived", tasks.length);
       if (this.requestSentAt >= 0) {
         // Only a request the coordinator could answer from its queue measures the turnaround; one it had to
         // find work for (releases from other workers) measures scarcity, which a larger capacity cannot cure.
