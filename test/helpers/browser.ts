@@ -11,6 +11,7 @@ export function findBrowser(): { path: string | undefined; tried: string[] } {
   const tried = [
     ...(process.env.CHROME_PATH ? [process.env.CHROME_PATH] : []),
     ...(process.env.PATH ?? "").split(delimiter).flatMap((d) => (d ? names.map((n) => join(d, n)) : [])),
+    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
   ];
   try {
     tried.push(chromium.executablePath());

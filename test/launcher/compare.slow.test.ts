@@ -1,11 +1,12 @@
 // `workpool compare` end to end: a sweep over -n with a baseline, a disagreeing app, bad options, and the HTML
 // report rendered in a real browser (Chromium through playwright-core).
-import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
 import test from "ava";
 import { chromium } from "playwright-core";
 import { PARTNERS } from "../../lib/pool/config.ts";
+import { findBrowser } from "../helpers/browser.ts";
 import { fixture, type RunResult, startWorkpool } from "../helpers/run.ts";
 
 const APP = fixture("compare-app.ts");
@@ -160,33 +161,6 @@ test("compare: bad options get one line and status 2", async (t) => {
   t.is(n.code, 2);
   t.regex(n.stderr, /^workpool: option -n must be a whole number from 1 to 1024, or a comma-separated list/);
 });
-
-/**
- * A Chromium to render the report with: $CHROME_PATH, chromium or Chrome on PATH, or the one
- * `npx playwright-core install chromium` puts in Playwright's cache.
- */
-function findBrowser(): { path: string | undefined; tried: string[] } {
-  const names = ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"];
-  const tried = [
-    ...(process.env.CHROME_PATH ? [process.env.CHROME_PATH] : []),
-    ...(process.env.PATH ?? "").split(delimiter).flatMap((d) => (d ? names.map((n) => join(d, n)) : [])),
-    "/Applications/Google Chrome.app/Contents/MacOS/Google Chrome",
-  ];
-  try {
-    tried.push(chromium.executablePath());
-  } catch {
-    /* no cache location on this platform */
-  }
-  const path = tried.find((p) => {
-    try {
-      accessSync(p, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  return { path, tried };
-}
 
 const browser = findBrowser();
 const BROWSER_TEST = "compare --report renders in a real browser: banners, labels that fit, one time scale";

@@ -8,22 +8,13 @@
  * `workpool launch -n N test/fixtures/pool-survive.ts SCENARIO SEED 1 POOL`.
  */
 import test from "ava";
-import { fixture, linesOf, rank0, run } from "../helpers/run.ts";
+import { linesOf } from "../helpers/run.ts";
 import { waitUntilGone } from "../helpers/pids.ts";
-
-const APP = fixture("pool-survive.ts");
+import { runSurvive } from "../helpers/survive.ts";
 const POOLS = ["receiver", "lifeline", "receiver-tree", "lifeline-tree"] as const;
 
-async function survive(n: number, scenario: string, seed: number, pool: string, extra: string[] = []) {
-  const r = await run(["-n", String(n), "--timeout", "100", ...extra, APP, scenario, String(seed), "1", pool]);
-  const line = rank0(r.stdout).find((l) => l.startsWith("result "));
-  const result = line ? (JSON.parse(line.slice("result ".length)) as Record<string, number>) : undefined;
-  const deaths = linesOf(r.stderr).filter((l) => /^workpool: rank \d+ died \(/.test(l));
-  const pids = linesOf(r.stdout)
-    .map((l) => /^\[\d+\] pid (\d+)$/.exec(l)?.[1])
-    .filter((p) => p !== undefined)
-    .map(Number);
-  return { ...r, result, deaths, pids };
+function survive(n: number, scenario: string, seed: number, pool: string, extra: string[] = []) {
+  return runSurvive(n, extra, [scenario, String(seed), "1", pool]);
 }
 
 for (let seed = 1; seed <= 20; seed++) {

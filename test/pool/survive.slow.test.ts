@@ -7,21 +7,12 @@
  * replays with `workpool launch -n N test/fixtures/pool-survive.ts SCENARIO SEED`.
  */
 import test from "ava";
-import { fixture, linesOf, rank0, run } from "../helpers/run.ts";
+import { linesOf, rank0 } from "../helpers/run.ts";
 import { waitUntilGone } from "../helpers/pids.ts";
+import { runSurvive } from "../helpers/survive.ts";
 
-const APP = fixture("pool-survive.ts");
-
-async function survive(n: number, scenario: string, seed: number, extra: string[] = [], retries = 3) {
-  const r = await run(["-n", String(n), "--timeout", "100", ...extra, APP, scenario, String(seed), String(retries)]);
-  const line = rank0(r.stdout).find((l) => l.startsWith("result "));
-  const result = line ? (JSON.parse(line.slice("result ".length)) as Record<string, number>) : undefined;
-  const deaths = linesOf(r.stderr).filter((l) => /^workpool: rank \d+ died \(/.test(l));
-  const pids = linesOf(r.stdout)
-    .map((l) => /^\[\d+\] pid (\d+)$/.exec(l)?.[1])
-    .filter((p) => p !== undefined)
-    .map(Number);
-  return { ...r, result, deaths, pids };
+function survive(n: number, scenario: string, seed: number, extra: string[] = [], retries = 3) {
+  return runSurvive(n, extra, [scenario, String(seed), String(retries)]);
 }
 
 for (let seed = 1; seed <= 20; seed++) {

@@ -1,0 +1,20 @@
+import { fixture, linesOf, rank0, run } from "./run.ts";
+
+/** The rank program of the survival tests (test/fixtures/pool-survive.ts). */
+export const SURVIVE_APP = fixture("pool-survive.ts");
+
+/**
+ * Runs `workpool launch -n N --timeout 100 [extra...] pool-survive.ts [appArgs...]` and reads what the survival
+ * tests check: rank 0's `result {...}` line, the launcher's `rank R died (...)` lines, and every rank's pid.
+ */
+export async function runSurvive(n: number, extra: readonly string[], appArgs: readonly string[]) {
+  const r = await run(["-n", String(n), "--timeout", "100", ...extra, SURVIVE_APP, ...appArgs]);
+  const line = rank0(r.stdout).find((l) => l.startsWith("result "));
+  const result = line ? (JSON.parse(line.slice("result ".length)) as Record<string, number>) : undefined;
+  const deaths = linesOf(r.stderr).filter((l) => /^workpool: rank \d+ died \(/.test(l));
+  const pids = linesOf(r.stdout)
+    .map((l) => /^\[\d+\] pid (\d+)$/.exec(l)?.[1])
+    .filter((p) => p !== undefined)
+    .map(Number);
+  return { ...r, result, deaths, pids };
+}
