@@ -233,3 +233,20 @@ export function asRank0(stdout: string): string {
     .map((l) => `[0] ${l}`)
     .join("\n");
 }
+
+/** Resolves with the first match of `pattern` in the process's stderr (rejects if it ends first). */
+export function stderrMatch(job: Running, pattern: RegExp): Promise<RegExpExecArray> {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const onData = (chunk: Buffer | string) => {
+      text += chunk.toString();
+      const m = pattern.exec(text);
+      if (m) {
+        job.child.stderr?.off("data", onData);
+        resolve(m);
+      }
+    };
+    job.child.stderr?.on("data", onData);
+    job.result.then((r) => reject(new Error(`the launcher ended first (code ${r.code}):\n${r.stderr}`)), reject);
+  });
+}

@@ -11,7 +11,7 @@ import { chromium } from "playwright-core";
 import { browserMissing, findBrowser } from "../helpers/browser.ts";
 import { needs } from "../helpers/needs.ts";
 import { until, waitUntilGone } from "../helpers/pids.ts";
-import { fixture, launch, type Running, startWorkpool } from "../helpers/run.ts";
+import { fixture, launch, type Running, startWorkpool, stderrMatch } from "../helpers/run.ts";
 
 const JOB = fixture("dashboard-job.ts");
 
@@ -22,23 +22,6 @@ interface Page {
       selector: string,
     ): { readonly dataset: Record<string, string | undefined>; textContent: string | null } | null;
   };
-}
-
-/** Resolves with the first match of `pattern` in the process's stderr (rejects if it ends first). */
-function stderrMatch(job: Running, pattern: RegExp): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    const onData = (chunk: Buffer | string) => {
-      text += chunk.toString();
-      const m = pattern.exec(text);
-      if (m) {
-        job.child.stderr?.off("data", onData);
-        resolve(m);
-      }
-    };
-    job.child.stderr?.on("data", onData);
-    job.result.then((r) => reject(new Error(`the launcher ended first (code ${r.code}):\n${r.stderr}`)), reject);
-  });
 }
 
 /** The `[r] pid PID FOLDER` lines of the fixture: pid by rank, and the job folder. */

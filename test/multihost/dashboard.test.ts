@@ -10,28 +10,11 @@ import { canMakeHosts, makeHosts, type TestHost } from "../helpers/hosts.ts";
 import { nothingLeft } from "../helpers/hosts-job.ts";
 import { needs } from "../helpers/needs.ts";
 import { until } from "../helpers/pids.ts";
-import { fixture, launch, type Running, startWorkpool } from "../helpers/run.ts";
+import { fixture, launch, startWorkpool, stderrMatch } from "../helpers/run.ts";
 import { parseReady, parseResult, READY } from "../fixtures/hosts-job-check.ts";
 import { expectedTotal } from "../fixtures/hosts-values.ts";
 
 const withHosts = needs(test.serial, await canMakeHosts());
-
-/** Resolves with the first match of `pattern` in the process's stderr (rejects if it ends first). */
-function stderrMatch(job: Running, pattern: RegExp): Promise<RegExpExecArray> {
-  return new Promise((resolve, reject) => {
-    let text = "";
-    const onData = (chunk: Buffer | string) => {
-      text += chunk.toString();
-      const m = pattern.exec(text);
-      if (m) {
-        job.child.stderr?.off("data", onData);
-        resolve(m);
-      }
-    };
-    job.child.stderr?.on("data", onData);
-    job.result.then((r) => reject(new Error(`the launcher ended first (code ${r.code}):\n${r.stderr}`)), reject);
-  });
-}
 
 interface State {
   readonly ranks: { rank: number; host: string; state: string; sampled: boolean; rss: number }[];

@@ -10,7 +10,7 @@
 import test from "ava";
 import { linesOf } from "../helpers/run.ts";
 import { waitUntilGone } from "../helpers/pids.ts";
-import { runSurvive } from "../helpers/survive.ts";
+import { checkOneKill, runSurvive } from "../helpers/survive.ts";
 const POOLS = ["receiver", "lifeline", "receiver-tree", "lifeline-tree"] as const;
 
 function survive(n: number, scenario: string, seed: number, pool: string, extra: string[] = []) {
@@ -21,14 +21,7 @@ for (let seed = 1; seed <= 20; seed++) {
   const pool = POOLS[seed % POOLS.length] as string;
   test(`seed ${seed}, ${pool}: a rank SIGKILLed mid-run on 4 ranks; the result is exact`, async (t) => {
     const r = await survive(4, "kill", seed, pool);
-    t.is(r.code, 0, r.stderr);
-    t.truthy(r.result, r.stdout);
-    t.is(r.result?.result, r.result?.expected, JSON.stringify(r.result));
-    const victim = 1 + (seed % 3);
-    t.is(r.deaths.length, 1, r.stderr);
-    t.regex(r.deaths[0] as string, new RegExp(`^workpool: rank ${victim} died \\(killed by SIGKILL\\); the job go`));
-    t.is(r.result?.lost, 1);
-    t.is(linesOf(r.stdout).filter((l) => l.endsWith(" survived")).length, 3, r.stdout);
+    checkOneKill(t, r, seed);
   });
 }
 
