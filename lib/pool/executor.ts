@@ -193,10 +193,15 @@ export class Executor<T> {
     return this.recentMs > LONG_TASK_MS;
   }
 
-  /** Mean time of the tasks run so far, in ms (0 before any ran). */
+  /**
+   * Mean time of the tasks run so far, in ms (0 before any ran). While async tasks are in flight the span so far
+   * counts: it enters busyMs only when the last one lands, and a rank whose flight never empties would otherwise
+   * look infinitely fast to the coordinator's Expected Card Distribution.
+   */
   meanTaskMs(): number {
     const n = this.stats.tasksExecuted;
-    return n > 0 ? this.stats.busyMs / n : 0;
+    if (n === 0) return 0;
+    return (this.stats.busyMs + (this.inFlight > 0 ? now() - this.flightStart : 0)) / n;
   }
 
   async yield(): Promise<void> {

@@ -83,7 +83,8 @@ for (const [n, pool] of [
 ] as const) {
   test(`every item's own result in item order; failures name the item: -n ${n} --pool ${pool ?? "(default)"}`, async (t) => {
     const r = await run(["-n", String(n), "--timeout", "90", ...(pool ? ["--pool", pool] : []), MAP]);
-    t.is(r.code, 0, r.stderr);
+    // Where it stopped, if it did: the labels printed so far.
+    t.is(r.code, 0, `${r.stderr}\n${r.stdout}`);
     checkMaps(t, r.stdout, n);
     const lengths = labelled(r.stdout, "lengths");
     t.is(lengths.size, n, r.stdout);

@@ -71,6 +71,13 @@ export abstract class CoordinatorCore<T, Q, W extends WorkerSlot> implements Eng
   protected abstract holds(w: W): number;
   /** `w` holds nothing and everything it reported has been applied: the run may end as far as it goes. */
   protected abstract idle(w: W): boolean;
+  /**
+   * True when the dealing policy would keep the next task from `w` even if one were queued (the plain
+   * coordinator's Expected Card Distribution, near the end); such a worker is not dealt to, nor sought work for.
+   */
+  protected defers(_w: W): boolean {
+    return false;
+  }
   /** The run ended here (done, stopped or failed): undo what waits on time. */
   protected onEnd(): void {}
 
@@ -102,7 +109,10 @@ export abstract class CoordinatorCore<T, Q, W extends WorkerSlot> implements Eng
       const deficit = this.deficit(w);
       if (deficit <= 0) continue;
       if (this.queue.size === 0) {
-        unmet += deficit;
+        // A worker the policy would not deal to now (`defers`) lacks nothing it could get: asking others to
+        // release work for it would only bring tasks here to wait for the worker they are kept for, which
+        // asks for them back (a loop that, between a working coordinator and its own worker, never yielded).
+        if (!this.defers(w)) unmet += deficit;
         continue;
       }
       this.deal(w, Math.max(1, Math.min(deficit, Math.ceil(this.queue.size / (2 * n)), chunkCap)));
@@ -140,7 +150,7 @@ export abstract class CoordinatorCore<T, Q, W extends WorkerSlot> implements Eng
     let waiting = 0;
     let hungry = 0;
     let victims: W[] = [];
-    const starving = (w: W) => w.wants && this.holds(w) < w.capacity;
+    const starving = (w: W) => w.wants && this.holds(w) < w.capacity && !this.defers(w);
     for (const w of this.workers) {
       if (!w.alive) continue;
       if (starving(w)) hungry++;

@@ -180,6 +180,10 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
     return w.meanMs > 0 ? Math.min(MAX_COVER, Math.ceil((2 * self.meanMs) / w.meanMs)) : 2;
   }
 
+  protected override defers(w: WorkerState): boolean {
+    return this.deferToFaster(w, 1);
+  }
+
   /** Expected Card Distribution: near the end, keep tasks from a worker that would finish them last. */
   private deferToFaster(w: WorkerState, chunk: number): boolean {
     if (w.meanMs <= 0 || w.done < ECD_MIN_TASKS) return false;

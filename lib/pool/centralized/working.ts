@@ -123,8 +123,29 @@ export class WorkingCoordinator<T> implements Engine<T> {
   }
 }
 
-/** The pool's runtime, except that a message to this rank is handed to `local` (in a microtask) instead. */
+/**
+ * Messages a loopback hands over in microtasks before the rest wait for the next turn of the event loop. A
+ * message to another rank always waits for one; a run of messages between this rank's coordinator and worker
+ * that answered each other for ever would starve the timers (heartbeats, async tasks' own timers) that end it.
+ */
+export const LOOPBACK_BURST = 256;
+
+/**
+ * The pool's runtime, except that a message to this rank is handed to `local` instead: in order, in a
+ * microtask, or after the event loop has turned once LOOPBACK_BURST were handed over in this turn.
+ */
 class Loopback extends PoolRuntime {
+  private readonly inbox: [number, Record<string, unknown>][] = [];
+  private scheduled = false;
+  /** Messages handed over since the event loop last turned. */
+  private burst = 0;
+  private readonly drain = () => {
+    const [tag, body] = this.inbox.shift() as [number, Record<string, unknown>];
+    if (this.inbox.length > 0) this.schedule();
+    else this.scheduled = false;
+    this.local(tag, body);
+  };
+
   constructor(
     private readonly base: PoolRuntime,
     private readonly local: (tag: number, body: Record<string, unknown>) => void,
@@ -135,7 +156,21 @@ class Loopback extends PoolRuntime {
   }
 
   override send(dest: number, tag: number, body: Record<string, unknown>): void {
-    if (dest === this.rank) queueMicrotask(() => this.local(tag, body));
-    else this.base.send(dest, tag, body);
+    if (dest !== this.rank) {
+      this.base.send(dest, tag, body);
+      return;
+    }
+    this.inbox.push([tag, body]);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      this.schedule();
+    }
+  }
+
+  /** Hands the next message over in a microtask, or after the event loop turned if this turn had its share. */
+  private schedule(): void {
+    if (this.burst === 0) setImmediate(() => (this.burst = 0));
+    if (++this.burst > LOOPBACK_BURST) setImmediate(this.drain);
+    else queueMicrotask(this.drain);
   }
 }

@@ -1,0 +1,133 @@
+/**
+ * The plain centralized coordinator, in-process, driven message by message: a worker that Expected Card
+ * Distribution keeps the last tasks from is not sought work for (a RELEASE on its behalf brought the task back to
+ * wait for the faster worker, which asked for it again: between a working coordinator and its own worker that
+ * loop never yielded, and CI saw "rank 0 sent no heartbeat for 30 s" under `keep=0`); and the mean task time of a
+ * worker whose async tasks are always in flight counts the span so far (it read as 0: infinitely fast).
+ */
+import test from "ava";
+import { Coordinator } from "../../lib/pool/centralized/coordinator.ts";
+import { type Status, TAG } from "../../lib/pool/centralized/plain-protocol.ts";
+import { Executor } from "../../lib/pool/executor.ts";
+import { resolvePoolConfig } from "../../lib/pool/options.ts";
+import { Results } from "../../lib/pool/results.ts";
+import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
+import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
+
+interface Sent {
+  dest: number;
+  tag: number;
+  body: Record<string, unknown>;
+}
+
+/** A coordinator on rank 0 of 3 (workers 1 and 2), its messages recorded instead of sent. */
+function coordinator(initial: number) {
+  const sent: Sent[] = [];
+  const link: PoolLink = {
+    rank: 0,
+    size: 3,
+    send(dest, tag, body) {
+      sent.push({ dest, tag, body });
+      return 0;
+    },
+  };
+  const config = resolvePoolConfig({ mode: "centralized" }, undefined, 3);
+  const rt = new PoolRuntime(link, config, 1, emptyStats(0, "centralized"), Results.of(undefined), undefined);
+  const tasks = Array.from({ length: initial }, (_, i) => ({ task: i, priority: 0 }));
+  const c = new Coordinator<number>(rt, tasks);
+  c.start();
+  return { c, sent };
+}
+
+/** What a worker was granted; it reports having run all of it but `running` (still running, so the run goes on). */
+class FakeWorker {
+  seq = 0;
+  granted = 0;
+  constructor(
+    readonly rank: number,
+    readonly meanMs: number,
+    readonly running: number,
+  ) {}
+
+  /** A status: every task granted so far run but `running`, asking for work. */
+  status(): Status {
+    const d = Math.max(0, this.granted - this.running);
+    return { s: this.seq++, d, k: 0, v: 0, n: 0, t: [], c: 2, m: this.meanMs, l: 0, w: 1, o: 0 };
+  }
+
+  take(sent: Sent[]): void {
+    for (const s of sent)
+      if (s.dest === this.rank && s.tag === TAG.grant) this.granted += (s.body.t as unknown[]).length;
+  }
+}
+
+/**
+ * Both workers run 16 tasks and ask again, the fast one still running one; then one task at a time is put, and
+ * the fast worker reports it run. Returns the RELEASEs sent and the grants each got after the 32.
+ */
+function endgame(fastMs: number, slowMs: number) {
+  const { c, sent } = coordinator(32);
+  const fast = new FakeWorker(1, fastMs, 1);
+  const slow = new FakeWorker(2, slowMs, 0);
+  const report = (w: FakeWorker) => {
+    const before = sent.length;
+    c.onMessage(w.rank, TAG.status, w.status() as unknown as Record<string, unknown>);
+    fast.take(sent.slice(before));
+    slow.take(sent.slice(before));
+  };
+  // Dealt the 32 in turns until the queue is dry; each reports all it got as run.
+  for (let k = 0; k < 40 && fast.granted + slow.granted < 32; k++) {
+    report(fast);
+    report(slow);
+  }
+  report(fast);
+  report(slow);
+  const mark = sent.length;
+  for (let k = 0; k < 6; k++) {
+    const before = sent.length;
+    c.put(100 + k, 0);
+    fast.take(sent.slice(before));
+    slow.take(sent.slice(before));
+    report(fast);
+  }
+  const after = sent.slice(mark);
+  return {
+    releases: after.filter((s) => s.tag === TAG.release).length,
+    grantsToSlow: after.filter((s) => s.dest === 2 && s.tag === TAG.grant).length,
+    grantsToFast: after.filter((s) => s.dest === 1 && s.tag === TAG.grant).length,
+  };
+}
+
+test("a worker ECD keeps the last tasks from is not sought work for: no RELEASE takes them from the faster one", (t) => {
+  const r = endgame(1, 10);
+  t.is(r.grantsToSlow, 0, JSON.stringify(r));
+  t.is(r.grantsToFast, 6, JSON.stringify(r));
+  t.is(r.releases, 0, JSON.stringify(r));
+});
+
+test("workers of equal speed share the end: the one waiting is sought work for", (t) => {
+  const r = endgame(1, 1);
+  t.true(r.grantsToSlow + r.releases > 0, JSON.stringify(r));
+});
+
+test("the mean task time counts the span of async tasks still in flight", async (t) => {
+  const stats = emptyStats(0, "centralized");
+  const ctx = { rank: 0, signal: new AbortController().signal } as TaskContext<number>;
+  const waits: (() => void)[] = [];
+  const exec = new Executor<number>(
+    () => new Promise<void>((resolve) => waits.push(resolve)),
+    ctx,
+    stats,
+    Results.of(undefined),
+  );
+  exec.resume();
+  // A flight that never empties: one lands while two more are in flight.
+  const first = exec.execute(1) as Promise<void>;
+  void exec.execute(2);
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  waits[0]?.();
+  await first;
+  void exec.execute(3);
+  t.is(stats.tasksExecuted, 1);
+  t.true(exec.meanTaskMs() >= 15, `mean ${exec.meanTaskMs()} ms`);
+});
