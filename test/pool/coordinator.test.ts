@@ -33,7 +33,7 @@ function coordinator(initial: number) {
   };
   const config = resolvePoolConfig({ mode: "centralized" }, undefined, 3);
   const rt = new PoolRuntime(link, config, 1, emptyStats(0, "centralized"), Results.of(undefined), undefined);
-  const tasks = Array.from({ length: initial }, (_, i) => ({ task: i, priority: 0 }));
+  const tasks = Array.from({ length: initial }, (_, i) => ({ task: i, priority: 0, to: undefined }));
   const c = new Coordinator<number>(rt, tasks);
   c.start();
   return { c, sent };
