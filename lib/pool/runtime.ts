@@ -13,6 +13,12 @@ export interface PoolLink {
   readonly size: number;
   /** Encodes and sends one message of the pool's context; returns the bytes sent. */
   send(dest: number, tag: number, body: Record<string, unknown>): number;
+  /**
+   * True when this rank's messages to one destination arrive in the order sent, and one arrives only if every
+   * one sent before it to that destination did (a world's: one ZeroMQ socket per pair; not under the tests'
+   * chaos, which delays each message on its own). A pool that survives deaths relies on it to skip a wait.
+   */
+  readonly fifo?: boolean;
 }
 
 /**
@@ -41,6 +47,9 @@ export function worldLink(world: Communicator, context: number): PoolLink {
       if (chaos > 0) setTimeout(() => world.postEncoded(dest, bytes), Math.random() * chaos);
       else world.postEncoded(dest, bytes);
       return bytes.length;
+    },
+    get fifo() {
+      return testSeams.chaosMs === 0;
     },
   };
 }

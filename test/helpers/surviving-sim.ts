@@ -46,6 +46,12 @@ export interface SurvivingParams {
   readonly seed: number;
   /** 0: a commit at the start of every task; otherwise only when idle, before transfers and on deaths. */
   readonly commitMs: number;
+  /**
+   * Channels as ZeroMQ's between two ranks: each delivers in the order sent, and a killed rank's lost messages
+   * are the last ones of each of its channels (the link says `fifo`). Otherwise any message overtakes any, and
+   * each of a killed rank's is lost or not on its own.
+   */
+  readonly fifo?: boolean;
 }
 
 export interface SurvivingOutcome {
@@ -55,6 +61,8 @@ export interface SurvivingOutcome {
   /** What each killed rank did last before its death. */
   readonly killedAfter: StepKind[];
   readonly redealt: number;
+  /** Transfers to the root that left with their commit, not after its ACK (ordered channels only). */
+  readonly toRootAtOnce: number;
   /** Handler runs beyond one per task: work done again. */
   readonly rerun: number;
   readonly overtakes: number;
@@ -167,6 +175,7 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
         inFlight.push({ source: rank, dest, tag, body: structuredClone(body), seq });
         return 0;
       },
+      fifo: p.fifo === true,
     };
     const timersOf: Timers = {
       after(_ms, fn) {
@@ -236,10 +245,19 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     victim.runnable = false;
     killed.push(rank);
     killedAfter.push(victim.last);
-    // What it had in flight: each message lost in its socket, or still on its way, as the seed says.
+    // What it had in flight: each message lost in its socket, or still on its way, as the seed says (with
+    // ordered channels, the messages after the first lost one on a channel are lost too).
+    const cut = new Map<number, number>();
+    for (let i = 0; i < inFlight.length; i++) {
+      const m = inFlight[i] as InFlight;
+      if (m.source !== rank) continue;
+      if (!p.fifo) {
+        if (rnd() < 0.5) inFlight.splice(i--, 1);
+      } else if (!cut.has(m.dest) && rnd() < 0.5) cut.set(m.dest, m.seq);
+    }
     for (let i = inFlight.length - 1; i >= 0; i--) {
       const m = inFlight[i] as InFlight;
-      if (m.source === rank && rnd() < 0.5) inFlight.splice(i, 1);
+      if (m.source === rank && m.seq >= (cut.get(m.dest) ?? Number.POSITIVE_INFINITY)) inFlight.splice(i, 1);
     }
     for (const r of ranks) if (!r.dead) r.notices.push(rank);
   };
@@ -322,7 +340,15 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     const wNotice = noticed.length > 0 ? noticeWeight : 0;
     let pick = rnd() * (wDeliver + wRun + wTimer + wSoon + wFlush + wNotice);
     if ((pick -= wDeliver) < 0) {
-      const i = Math.floor(rnd() * inFlight.length);
+      let i = Math.floor(rnd() * inFlight.length);
+      if (p.fifo) {
+        // The channel picked delivers its oldest message.
+        const { source, dest } = inFlight[i] as InFlight;
+        for (let j = 0; j < inFlight.length; j++) {
+          const o = inFlight[j] as InFlight;
+          if (o.source === source && o.dest === dest && o.seq < (inFlight[i] as InFlight).seq) i = j;
+        }
+      }
       const m = inFlight[i] as InFlight;
       inFlight.splice(i, 1);
       const key = m.source * size + m.dest;
@@ -372,8 +398,10 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
 
   if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (livelock?)`);
   let redealt = 0;
+  let toRootAtOnce = 0;
   for (const [rank, r] of ranks.entries()) {
     redealt += r.pool.engine.rt.stats.counters.tasksRedealt ?? 0;
+    toRootAtOnce += r.pool.engine.rt.stats.counters.transfersToRootAtOnce ?? 0;
     if (r.dead) continue;
     if (r.done === "pending" && steps < MAX_STEPS) problems.push(`rank ${rank} never ended: a hang`);
     if (r.done === "rejected") problems.push(`rank ${rank} rejected: ${r.error?.message}`);
@@ -388,5 +416,5 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     if (n === 0) problems.push(`task ${id} never ran`);
     if (n > 1) rerun += n - 1;
   }
-  return { problems: problems.slice(0, 5), steps, killed, killedAfter, redealt, rerun, overtakes };
+  return { problems: problems.slice(0, 5), steps, killed, killedAfter, redealt, toRootAtOnce, rerun, overtakes };
 }

@@ -68,6 +68,29 @@ test.serial("simulated schedules with deaths: every result exact, kills after ev
   }
 });
 
+test.serial(
+  "ordered channels, as ZeroMQ's: a transfer to the root leaves with its commit; every result exact",
+  async (t) => {
+    const failures: string[] = [];
+    let deaths = 0;
+    let direct = 0;
+    for (const workload of SURVIVING_WORKLOADS) {
+      for (const initiation of ["receiver", "lifeline"] as const) {
+        for (let seed = 1; seed <= SEEDS; seed++) {
+          const p = { ...paramsFor(workload, initiation, seed), fifo: true };
+          const out = await simulateSurviving(p);
+          deaths += out.killed.length;
+          direct += out.toRootAtOnce;
+          if (out.problems.length > 0) failures.push(`${out.problems.join("; ")}\n  ${survivingReplayHint(p)}`);
+        }
+      }
+    }
+    t.deepEqual(failures, []);
+    t.true(deaths >= SURVIVING_WORKLOADS.length * 2 * SEEDS, `only ${deaths} deaths`);
+    t.true(direct > 0, "no transfer to the root ever left without waiting for its ACK");
+  },
+);
+
 test.serial("the simulation catches a ledger that does not re-deal a dead rank's tasks", async (t) => {
   const proto = Ledger.prototype as unknown as { redeal: (...args: unknown[]) => void };
   const redeal = proto.redeal;

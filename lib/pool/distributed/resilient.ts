@@ -19,6 +19,11 @@ export const ACK_TAG = 901;
  * since its last commit is what its death costs, done again from the ledger.
  */
 export const COMMIT_MS = 100;
+/** How often a working rank reads the clock to see whether a commit is due (ms of tasks), at most every this many tasks. */
+const CLOCK_EVERY_MS = 0.1;
+const MAX_CLOCK_STRIDE = 64;
+/** Puts after which the finished entries are dropped from a rank's list of fresh ones, at the least. */
+const FRESH_COMPACT = 1024;
 /** A request that gets exactly one answer, and the answer that means "nothing for you" (a dead partner's). */
 const REFUSAL_OF: Readonly<Record<string, string>> = { request: "refuse", steal: "decline" };
 /** The answers to those requests. */
@@ -64,13 +69,25 @@ export class ResilientDistributed<T> implements Engine<T> {
   private transfers = 0;
   // ---- a rank other than the root: what its next commit says ----
   private seq = 0;
-  /** Entries put here since the last commit (those not finished by then are held: they enter the ledger). */
+  /**
+   * Entries put here since the last commit (those not finished by then are held: they enter the ledger). The
+   * finished ones are dropped every `compactAt` puts (`addFresh`): kept to the commit, 100 ms of a fine-grained
+   * tree's tasks outlived the young generation, and the old one's collections cost a third of the rank's time.
+   */
   private fresh: Entry<T>[] = [];
+  private compactAt = FRESH_COMPACT;
   private finished: number[] = [];
   private receipts: number[] = [];
   private deaths: number[] = [];
   private ranSinceCommit = 0;
   private lastCommit = Number.NEGATIVE_INFINITY;
+  /**
+   * Tasks until the clock is next read for a commit that is due, how many go between reads, and the last read:
+   * about every CLOCK_EVERY_MS of tasks, since a read per task costs as much as a fine-grained task.
+   */
+  private clockIn = 1;
+  private clockEvery = 1;
+  private clockAt = 0;
   private lastPassive = false;
   /** The task running now, and what it has put so far. */
   private current: Entry<T> | undefined;
@@ -111,7 +128,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     );
     inner.concurrency = rt.concurrency;
     const run = (e: Entry<T>): unknown => {
-      if (!this.isRoot && now() - this.lastCommit >= this.commitMs) this.commit();
+      if (!this.isRoot && --this.clockIn <= 0) this.commitIfDue();
       this.current = e;
       const r = handler(e.t, ctx) as unknown;
       if (r !== undefined && typeof (r as Promise<unknown>).then === "function") {
@@ -125,7 +142,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     };
     const entries: PendingPut<Entry<T>>[] = initial.map((p) => {
       const e = this.entryOf(p.task, p.priority, p.key);
-      if (!this.isRoot) this.fresh.push(e);
+      if (!this.isRoot) this.addFresh(e);
       return { task: e, priority: p.priority, to: p.to, ...(p.key === undefined ? {} : { key: p.key }) };
     });
     this.engine = new DistributedEngine<Entry<T>>(
@@ -184,9 +201,32 @@ export class ResilientDistributed<T> implements Engine<T> {
     }
     // The app's own put: the next commit reports it held. A rank whose latest commit said it was passive
     // commits at once, or the root could end the run without it.
-    this.fresh.push(e);
+    this.addFresh(e);
     this.engine.put(e, priority, to, fromTask, key);
     if (this.lastPassive) this.commit();
+  }
+
+  /** At the start of a task, now and then: commits if COMMIT_MS passed since the last. */
+  private commitIfDue(): void {
+    const t = now();
+    const per = (t - this.clockAt) / this.clockEvery;
+    this.clockAt = t;
+    this.clockEvery =
+      this.commitMs === 0 ? 1 : per > 0 ? Math.max(1, Math.min(MAX_CLOCK_STRIDE, Math.floor(CLOCK_EVERY_MS / per))) : 1;
+    this.clockIn = this.clockEvery;
+    if (t - this.lastCommit >= this.commitMs) this.commit();
+  }
+
+  /** `e` was put here: the next commit reports it, if it is not finished by then. */
+  private addFresh(e: Entry<T>): void {
+    const fresh = this.fresh;
+    fresh.push(e);
+    if (fresh.length < this.compactAt) return;
+    let kept = 0;
+    for (const f of fresh) if (f.d !== 1) fresh[kept++] = f;
+    fresh.length = kept;
+    // Amortized: at least as many puts again as there are entries left before the next pass over them.
+    this.compactAt = Math.max(FRESH_COMPACT, 2 * kept);
   }
 
   /** The running task `e` ended here: its puts join the queues, and the next commit reports its end. */
@@ -200,7 +240,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     if (held.length === 0) return;
     this.held = [];
     for (const { entry, to } of held) {
-      this.fresh.push(entry);
+      this.addFresh(entry);
       this.engine.put(entry, entry.p ?? 0, to, true, entry.k);
     }
   }
@@ -293,6 +333,11 @@ export class ResilientDistributed<T> implements Engine<T> {
           e.h++;
           ledger.sentFromRoot(e, dest, news);
         }
+      } else if (dest === ROOT && this.rt.link.fifo === true) {
+        // To the root over an ordered link: the commit that names it is applied there first, and if this rank
+        // dies the transfer cannot arrive without it, so it leaves at once (its ACK finds nothing waiting).
+        this.commit(dest, n, entries);
+        this.rt.count("transfersToRootAtOnce");
       } else {
         // It leaves once the root has applied the commit that names it (ACK): see ledger.ts.
         this.waiting.set(this.commit(dest, n, entries), { dest, tag, body });
@@ -357,6 +402,7 @@ export class ResilientDistributed<T> implements Engine<T> {
         hk?.push(e.k ?? null);
       }
       this.fresh = [];
+      this.compactAt = FRESH_COMPACT;
       if (h !== undefined) {
         c.h = h;
         c.ht = ht;
