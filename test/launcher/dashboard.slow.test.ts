@@ -1,14 +1,16 @@
 // The live view of a running job (issue 31), end to end: the dashboard of a real job of 4 ranks opened in
 // headless Chromium (its live values change, a rank's busy fraction and the pool's progress show, a rank killed
-// under `retries` shows dead; screenshots are kept in the test's temp folder), the page's secret (403 without
+// under `retries` shows dead; screenshots are kept in the test's temp folder), the same essentials in headless
+// Firefox (driven by WebDriver BiDi), the page's secret (403 without
 // it), and `workpool top` in a pseudo-terminal (tmux) attached to a running job by its job folder.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
 import { chromium } from "playwright-core";
 import { browserMissing, findBrowser } from "../helpers/browser.ts";
+import { Firefox, findFirefox, firefoxMissing } from "../helpers/firefox.ts";
 import { needs } from "../helpers/needs.ts";
 import { until, waitUntilGone } from "../helpers/pids.ts";
 import { fixture, launch, type Running, startWorkpool, stderrMatch } from "../helpers/run.ts";
@@ -141,6 +143,58 @@ needs(test, browserMissing())(
         t.deepEqual(elsewhere, []);
       } finally {
         await browser.close();
+      }
+      job.child.kill("SIGTERM");
+      const r = await job.result;
+      t.is(r.code, 143, r.stderr);
+      t.deepEqual(await waitUntilGone(pids), []);
+    } finally {
+      job.child.kill("SIGKILL");
+    }
+  },
+);
+
+needs(test, firefoxMissing())(
+  "the dashboard of a running job in Firefox: live values, progress, a rank's busy share, no page error",
+  async (t) => {
+    t.timeout(180_000);
+    const shots = mkdtempSync(join(tmpdir(), "workpool-dashboard-test-"));
+    t.log(`screenshots in ${shots}`);
+    const job = launch(["-n", "3", "--dashboard", "--quiet", JOB]);
+    try {
+      const [, url] = (await stderrMatch(
+        job,
+        /dashboard at (http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]+\/)\n/,
+      )) as unknown as [string, string];
+      const { pids } = await ranksOf(job, 3);
+      const firefox = await Firefox.launch(findFirefox() as string);
+      try {
+        await firefox.goto(url);
+        const done = `Number(document.querySelector(".pool .progress[data-done]")?.dataset.done ?? -1)`;
+        const first = (await firefox.waitFor(done, "(v) => v >= 0")) as number;
+        // Live: the items done grow from one update of the page to another.
+        t.true(((await firefox.waitFor(done, `(v) => v > ${first}`)) as number) > first);
+        const busy = `[0, 1, 2].map((r) => document.querySelector("#rank-" + r + " .busy")?.textContent ?? "")`;
+        const shares = (await firefox.waitFor(busy, "(v) => v.some((b) => /^([1-9]\\d?|100)%/.test(b))")) as string[];
+        t.true(
+          shares.some((b) => /^([1-9]\d?|100)%/.test(b)),
+          JSON.stringify(shares),
+        );
+        t.regex(
+          (await firefox.evaluate(`document.querySelector(".pool .progress .label")?.textContent ?? ""`)) as string,
+          /^\d+%: [\d,]+ of 1,000,000 items$/,
+        );
+        t.is(await firefox.evaluate(`document.querySelectorAll("#ranks tbody tr").length`), 3);
+        writeFileSync(join(shots, "firefox.png"), await firefox.screenshot());
+        t.deepEqual(firefox.errors, []);
+        const origin = new URL(url).origin;
+        // Nothing fetched from elsewhere (inline data: URLs, such as the page's font, are the page's own).
+        t.deepEqual(
+          firefox.requests.filter((r) => !r.startsWith(origin) && !r.startsWith("data:")),
+          [],
+        );
+      } finally {
+        await firefox.close();
       }
       job.child.kill("SIGTERM");
       const r = await job.result;
