@@ -355,12 +355,14 @@ export class LiveJob {
       if (b && b[0] > 0) for (const s of byName.values()) if (s.activeRanks > 0) s.busyRanks++;
     }
     return [...byName.values()].map((s) => {
-      // Tasks per second over the last second or so (the launcher's clock; snapshots come twice a second).
-      const seen = this.rates.get(s.pool);
-      let rate = seen?.rate ?? 0;
-      let loopRate = seen?.loopRate ?? 0;
-      if (!seen || now - seen.at >= 1000) {
-        if (seen && now > seen.at) {
+      // Tasks per second over the last second or so (the launcher's clock; snapshots come twice a second). The
+      // first snapshot of a pool, when a page opens, has no earlier one: its rate is the mean since the job began
+      // (it read 0 for a second).
+      const seen = this.rates.get(s.pool) ?? { at: this.startedAt, done: 0, rate: 0, loopDone: 0, loopRate: 0 };
+      let rate = seen.rate;
+      let loopRate = seen.loopRate;
+      if (!this.rates.has(s.pool) || now - seen.at >= 1000) {
+        if (now > seen.at) {
           rate = ((s.done - seen.done) * 1000) / (now - seen.at);
           // A new loop starts its count again: no rate from the one before.
           loopRate = s.loopDone >= seen.loopDone ? ((s.loopDone - seen.loopDone) * 1000) / (now - seen.at) : 0;

@@ -63,6 +63,8 @@ test("the job state: busy and waiting fractions from samples, progress of a loop
   t.is(pool?.loopTotal, 10_000);
   t.is(pool?.done, 80);
   t.is(pool?.phase, "working");
+  // The first snapshot's rate: the mean since the job began (80 tasks in about 2.25 s), not 0.
+  t.true(Math.abs((pool?.rate ?? 0) - 80 / 2.249) < 1, String(pool?.rate));
 
   // Rank 1 dies, survived: its exit is no failure once the launcher says the job goes on.
   live.exited(1, null, "SIGKILL");
