@@ -7,23 +7,21 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
-import { delimiter, join } from "node:path";
+import { join } from "node:path";
+import { findProgram } from "./mpi.ts";
 
 /** A Firefox: $FIREFOX_PATH, or firefox-esr or firefox on PATH; undefined when there is none. */
 export function findFirefox(): string | undefined {
-  const names = ["firefox-esr", "firefox"];
-  const tried = [
-    ...(process.env.FIREFOX_PATH ? [process.env.FIREFOX_PATH] : []),
-    ...(process.env.PATH ?? "").split(delimiter).flatMap((d) => (d ? names.map((n) => join(d, n)) : [])),
-  ];
-  return tried.find((p) => {
+  const given = process.env.FIREFOX_PATH;
+  if (given) {
     try {
-      accessSync(p, constants.X_OK);
-      return true;
+      accessSync(given, constants.X_OK);
+      return given;
     } catch {
-      return false;
+      /* not there: look on PATH */
     }
-  });
+  }
+  return findProgram("firefox-esr") ?? findProgram("firefox");
 }
 
 /** Why Firefox tests cannot run here (for needs()), or undefined. */

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import { chromium } from "playwright-core";
 import { browserMissing, findBrowser } from "../helpers/browser.ts";
 import { Firefox, findFirefox, firefoxMissing } from "../helpers/firefox.ts";
@@ -38,6 +38,14 @@ async function ranksOf(job: Running, np: number): Promise<{ pids: number[]; fold
     folder = m[3] as string;
   }
   return { pids, folder };
+}
+
+/** Ends a job by SIGTERM, as Ctrl-C would: it exits 143 and leaves no rank behind. */
+async function stopJob(t: ExecutionContext, job: Running, pids: number[]): Promise<void> {
+  job.child.kill("SIGTERM");
+  const r = await job.result;
+  t.is(r.code, 143, r.stderr);
+  t.deepEqual(await waitUntilGone(pids), []);
 }
 
 needs(test, browserMissing())(
@@ -144,10 +152,7 @@ needs(test, browserMissing())(
       } finally {
         await browser.close();
       }
-      job.child.kill("SIGTERM");
-      const r = await job.result;
-      t.is(r.code, 143, r.stderr);
-      t.deepEqual(await waitUntilGone(pids), []);
+      await stopJob(t, job, pids);
     } finally {
       job.child.kill("SIGKILL");
     }
@@ -196,10 +201,7 @@ needs(test, firefoxMissing())(
       } finally {
         await firefox.close();
       }
-      job.child.kill("SIGTERM");
-      const r = await job.result;
-      t.is(r.code, 143, r.stderr);
-      t.deepEqual(await waitUntilGone(pids), []);
+      await stopJob(t, job, pids);
     } finally {
       job.child.kill("SIGKILL");
     }
