@@ -14,6 +14,11 @@ import { DEFAULT_TREE, SAMPLE_TREES, sampleTree, sampleWithParams } from "../../
 import { searchSequential } from "../../apps/uts/sequential.ts";
 import { Tree } from "../../apps/uts/tree.ts";
 import { fixture, jsonLine, launch as start, limitedLauncher, linesOf, ok, rank0 } from "../helpers/run.ts";
+import { fastOnly, slowOnly, sweep } from "../helpers/sweep.ts";
+
+// The slow suite runs what this file leaves out of the fast one (uts.slow.test.ts): three of the pool runs, and a
+// coordinator's death; the other tests run in the fast suite only.
+const fastTest = fastOnly(test);
 
 const UTS = "apps/uts";
 
@@ -49,7 +54,7 @@ const SMALL = {
 
 // --- the tree, in this process ------------------------------------------------------------------------------
 
-test("root and child states are SHA-1 of 16 zero bytes + seed, and of the parent + index, big-endian", (t) => {
+fastTest("root and child states are SHA-1 of 16 zero bytes + seed, and of the parent + index, big-endian", (t) => {
   const tree = new Tree(parseUtsArgs("-t 1 -a 3 -d 10 -b 4 -r 19"));
   const root = tree.root();
   t.is(root.d, 0);
@@ -66,12 +71,12 @@ test("root and child states are SHA-1 of 16 zero bytes + seed, and of the parent
 });
 
 for (const [args, nodes, leaves, depth] of REFERENCE) {
-  test(`sequential search of ${args} counts what the UTS C reference counts`, (t) => {
+  fastTest(`sequential search of ${args} counts what the UTS C reference counts`, (t) => {
     t.deepEqual(searchSequential(new Tree(parseUtsArgs(args))), { nodes, leaves, depth });
   });
 }
 
-test("the small named trees have the counts the table gives", (t) => {
+fastTest("the small named trees have the counts the table gives", (t) => {
   for (const [name, counts] of Object.entries(SMALL)) {
     const sample = sampleTree(name);
     t.deepEqual(sample?.counts, counts, name);
@@ -84,7 +89,7 @@ test("the small named trees have the counts the table gives", (t) => {
   });
 });
 
-test("sample table: published trees as in sample_trees.sh, names and parameters unique", (t) => {
+fastTest("sample table: published trees as in sample_trees.sh, names and parameters unique", (t) => {
   const t1 = sampleTree("t1");
   t.is(t1?.name, "T1");
   t.is(t1?.args, "-t 1 -a 3 -d 10 -b 4 -r 19");
@@ -105,7 +110,7 @@ test("sample table: published trees as in sample_trees.sh, names and parameters 
 
 // --- options --------------------------------------------------------------------------------------------------
 
-test("options: UTS flags, named trees, overrides, the default", (t) => {
+fastTest("options: UTS flags, named trees, overrides, the default", (t) => {
   t.deepEqual(expandFlags(["-t", "1", "--tree", "T1", "-r", "-5", "--json"]), [
     "--type",
     "1",
@@ -142,12 +147,12 @@ for (const [argv, message] of [
   [["T1"], /unexpected argument "T1"/],
   [["-r", "3", "--sequential", "--verify"], /--verify needs known counts .* -t 1 -a 0 -d 6 -b 4 -r 3$/],
 ] as const) {
-  test(`options: ${argv.join(" ")} is bad input`, (t) => {
+  fastTest(`options: ${argv.join(" ")} is bad input`, (t) => {
     t.throws(() => parseOptions(argv), { instanceOf: InputError, message });
   });
 }
 
-test("countsMismatch names the first field that differs and skips unknown ones", (t) => {
+fastTest("countsMismatch names the first field that differs and skips unknown ones", (t) => {
   const c = { nodes: 5, leaves: 3, depth: 2 };
   t.is(countsMismatch(c, c), undefined);
   t.is(countsMismatch(c, { nodes: 5 }), undefined);
@@ -170,7 +175,8 @@ const RUNS: readonly [pool: string, ranks: number, tree: keyof typeof SMALL][] =
   ["distributed,initiation=sender,partner=ring,termination=tree", 3, "T3XXS"],
 ];
 
-for (const [pool, ranks, tree] of RUNS) {
+// The fast suite: one run per mode and the sender/ring/tree strategies; the rest in uts.slow.test.ts.
+for (const [pool, ranks, tree] of sweep(RUNS, (_, i) => i % 2 === 0)) {
   test(`app: ${tree} on ${ranks} ranks under --pool ${pool} gives the reference counts and verifies`, async (t) => {
     const r = await launch(ranks, pool, ["--tree", tree, "--json", "--verify"]);
     ok(t, r);
@@ -180,26 +186,29 @@ for (const [pool, ranks, tree] of RUNS) {
   });
 }
 
-test("app: --sequential prints the text line", async (t) => {
+fastTest("app: --sequential prints the text line", async (t) => {
   const r = await launch(1, undefined, ["--tree", "T2XXS", "--sequential", "--verify"]);
   ok(t, r);
   t.regex(rank0(r.stdout)[0] ?? "", /^uts T2XXS: 25174 nodes, 15391 leaves, depth 41 \(sequential, \d+\.\d{3} s\)$/);
   t.regex(r.stderr, /uts: verified: 25174 nodes, 15391 leaves, depth 41, as the UTS C reference counts T2XXS/);
 });
 
-test("app: a tree given by UTS flags is verified against the sequential search; --repeat runs it again", async (t) => {
-  const r = await launch(2, "distributed", [
-    ...["-t", "1", "-a", "1", "-d", "10", "-b", "4", "-r", "1"],
-    ...["--verify", "--json", "--repeat", "2"],
-  ]);
-  ok(t, r);
-  const json = jsonLine(t, r);
-  t.like(json, { tree: "-t 1 -a 1 -d 10 -b 4 -r 1", nodes: 8383, leaves: 4279, depth: 31, ranks: 2 });
-  t.is((json.runs as number[]).length, 2);
-  t.regex(r.stderr, /uts: verified: 8383 nodes, 4279 leaves, depth 31, as the sequential search found/);
-});
+fastTest(
+  "app: a tree given by UTS flags is verified against the sequential search; --repeat runs it again",
+  async (t) => {
+    const r = await launch(2, "distributed", [
+      ...["-t", "1", "-a", "1", "-d", "10", "-b", "4", "-r", "1"],
+      ...["--verify", "--json", "--repeat", "2"],
+    ]);
+    ok(t, r);
+    const json = jsonLine(t, r);
+    t.like(json, { tree: "-t 1 -a 1 -d 10 -b 4 -r 1", nodes: 8383, leaves: 4279, depth: 31, ranks: 2 });
+    t.is((json.runs as number[]).length, 2);
+    t.regex(r.stderr, /uts: verified: 8383 nodes, 4279 leaves, depth 31, as the sequential search found/);
+  },
+);
 
-test("app: --speedup times the sequential loop after the pool and prints both, side by side", async (t) => {
+fastTest("app: --speedup times the sequential loop after the pool and prints both, side by side", async (t) => {
   const text = await launch(2, "distributed", ["--tree", "T1XXS", "--speedup"]);
   ok(t, text);
   t.regex(
@@ -218,7 +227,7 @@ for (const [args, line] of [
   [["--tree", "T9"], /^uts: unknown tree "T9" for --tree/],
   [["-d", "-1"], /^uts: option -d\/--depth must be a whole number from 1 to 1000000; got "-1"$/],
 ] as const) {
-  test(`app: ${args.join(" ")} is one line and status 2`, async (t) => {
+  fastTest(`app: ${args.join(" ")} is one line and status 2`, async (t) => {
     const r = await launch(2, undefined, args);
     t.is(r.code, 2, r.stderr);
     t.is(r.stdout, "");
@@ -230,37 +239,40 @@ for (const [args, line] of [
 
 // Issue 30: with coordinator=2 and rank 0 killed, the job ended 0 with no result line though --verify was asked:
 // the app printed on rank 0 only (and rank 0 put the root, which a worker's death could lose).
-test("app: rank 0 killed mid-run, the coordinator on rank 2: the lowest rank alive prints and verifies the counts", async (t) => {
-  const hook = `--import=${pathToFileURL(fixture("working-rank.mjs")).href}`;
-  const pool = "centralized,retries=2,coordinator=2";
-  const args = [
-    "-n",
-    "4",
-    "--pool",
-    pool,
-    "--node-arg",
-    hook,
-    "-x",
-    "WORKING_RANK=0",
-    UTS,
-    "--tree",
-    "T1XS",
-    "--verify",
-  ];
-  const job = start(args);
-  const [working] = await job.lines(/^\[0\] working 0 \d+$/, 1);
-  process.kill(Number(working?.split(" ").at(-1)), "SIGKILL");
-  const r = await job.result;
-  ok(t, r);
-  const results = linesOf(r.stdout).filter((l) => /^\[\d\] uts /.test(l));
-  t.is(results.length, 1, r.stdout);
-  t.regex(results[0] as string, /^\[1\] uts T1XS: 1031269 nodes, 825408 leaves, depth 9 \(centralized, 4 ranks, /);
-  t.true(
-    linesOf(r.stderr).some((l) => /^\[1\] uts: verified: 1031269 nodes/.test(l)),
-    r.stderr,
-  );
-  t.true(
-    linesOf(r.stderr).some((l) => l.startsWith("workpool: rank 0 died (killed by SIGKILL); the job go")),
-    r.stderr,
-  );
-});
+slowOnly(test)(
+  "app: rank 0 killed mid-run, the coordinator on rank 2: the lowest rank alive prints and verifies the counts",
+  async (t) => {
+    const hook = `--import=${pathToFileURL(fixture("working-rank.mjs")).href}`;
+    const pool = "centralized,retries=2,coordinator=2";
+    const args = [
+      "-n",
+      "4",
+      "--pool",
+      pool,
+      "--node-arg",
+      hook,
+      "-x",
+      "WORKING_RANK=0",
+      UTS,
+      "--tree",
+      "T1XS",
+      "--verify",
+    ];
+    const job = start(args);
+    const [working] = await job.lines(/^\[0\] working 0 \d+$/, 1);
+    process.kill(Number(working?.split(" ").at(-1)), "SIGKILL");
+    const r = await job.result;
+    ok(t, r);
+    const results = linesOf(r.stdout).filter((l) => /^\[\d\] uts /.test(l));
+    t.is(results.length, 1, r.stdout);
+    t.regex(results[0] as string, /^\[1\] uts T1XS: 1031269 nodes, 825408 leaves, depth 9 \(centralized, 4 ranks, /);
+    t.true(
+      linesOf(r.stderr).some((l) => /^\[1\] uts: verified: 1031269 nodes/.test(l)),
+      r.stderr,
+    );
+    t.true(
+      linesOf(r.stderr).some((l) => l.startsWith("workpool: rank 0 died (killed by SIGKILL); the job go")),
+      r.stderr,
+    );
+  },
+);

@@ -10,6 +10,7 @@ import test from "ava";
 import { DEFAULT_CONCURRENCY, INITIATIONS, TERMINATIONS } from "../../lib/pool/config.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
 import { fixture, resultLines, run } from "../helpers/run.ts";
+import { inFastSuite, sweep } from "../helpers/sweep.ts";
 
 interface Line {
   readonly result: number;
@@ -35,7 +36,15 @@ const CASES: [n: number, pool: string, what: "timer" | "fs", width: string][] = 
   [3, "distributed,termination=tree", "timer", "1"],
 ];
 
-for (const [n, pool, what, width] of CASES) {
+// The fast suite: one case of each mode and kind of wait, keep=0, a limit of 4, and a detector of each kind; the
+// rest in the slow suite (concurrency.slow.test.ts).
+const FAST = new Set(["1 centralized timer default", "3 centralized fs 4", "3 centralized,keep=0 timer default"]);
+const fast = ([n, pool, what, width]: (typeof CASES)[number]) =>
+  FAST.has(`${n} ${pool} ${what} ${width}`) ||
+  pool === "distributed,initiation=receiver" ||
+  (pool === "distributed,termination=tree" && what === "fs");
+
+for (const [n, pool, what, width] of sweep(CASES, fast)) {
   test(`async tasks in flight (${what}, concurrency ${width}) run exactly once on ${n} rank${n > 1 ? "s" : ""} under ${pool}`, async (t) => {
     const r = await run([
       "-n",
@@ -69,27 +78,29 @@ for (const [n, pool, what, width] of CASES) {
   });
 }
 
-test("with tasks in flight, queued tasks still start in priority order", async (t) => {
-  const r = await run(["-n", "1", "--timeout", "60", fixture("pool-concurrency.ts"), "priority", "4"]);
-  t.is(r.code, 0, r.stderr);
-  const line = r.stdout.split("\n").find((l) => l.includes("result ")) as string;
-  const { started } = JSON.parse(line.slice(line.indexOf("result ") + 7)) as { started: number[] };
-  t.deepEqual(
-    started,
-    Array.from({ length: 40 }, (_, i) => 39 - i),
-  );
-});
+if (inFastSuite())
+  test("with tasks in flight, queued tasks still start in priority order", async (t) => {
+    const r = await run(["-n", "1", "--timeout", "60", fixture("pool-concurrency.ts"), "priority", "4"]);
+    t.is(r.code, 0, r.stderr);
+    const line = r.stdout.split("\n").find((l) => l.includes("result ")) as string;
+    const { started } = JSON.parse(line.slice(line.indexOf("result ") + 7)) as { started: number[] };
+    t.deepEqual(
+      started,
+      Array.from({ length: 40 }, (_, i) => 39 - i),
+    );
+  });
 
-test("`concurrency` is a positive integer, and 1 with `retries`: checked up front, naming the option", (t) => {
-  t.is(resolvePoolConfig({}, undefined, 2).concurrency, DEFAULT_CONCURRENCY);
-  t.is(resolvePoolConfig({ concurrency: 3 }, "distributed", 2).concurrency, 3);
-  t.is(resolvePoolConfig(undefined, "distributed,concurrency=5", 2).concurrency, 5);
-  t.is(resolvePoolConfig(undefined, "centralized,retries=1", 2).concurrency, 1);
-  t.throws(() => resolvePoolConfig({ concurrency: 0 }, undefined, 2), {
-    message: "pool option `concurrency` must be a positive integer; got 0",
+if (inFastSuite())
+  test("`concurrency` is a positive integer, and 1 with `retries`: checked up front, naming the option", (t) => {
+    t.is(resolvePoolConfig({}, undefined, 2).concurrency, DEFAULT_CONCURRENCY);
+    t.is(resolvePoolConfig({ concurrency: 3 }, "distributed", 2).concurrency, 3);
+    t.is(resolvePoolConfig(undefined, "distributed,concurrency=5", 2).concurrency, 5);
+    t.is(resolvePoolConfig(undefined, "centralized,retries=1", 2).concurrency, 1);
+    t.throws(() => resolvePoolConfig({ concurrency: 0 }, undefined, 2), {
+      message: "pool option `concurrency` must be a positive integer; got 0",
+    });
+    t.throws(() => resolvePoolConfig({ concurrency: 2.5 }, undefined, 2), { message: /`concurrency`.*got 2.5/ });
+    t.throws(() => resolvePoolConfig({ concurrency: 4 }, "centralized,retries=1", 2), {
+      message: /`concurrency` must be 1 with `retries`.*got 4/,
+    });
   });
-  t.throws(() => resolvePoolConfig({ concurrency: 2.5 }, undefined, 2), { message: /`concurrency`.*got 2.5/ });
-  t.throws(() => resolvePoolConfig({ concurrency: 4 }, "centralized,retries=1", 2), {
-    message: /`concurrency` must be 1 with `retries`.*got 4/,
-  });
-});

@@ -7,6 +7,7 @@
 import test from "ava";
 import { DEFAULT_CONCURRENCY } from "../../lib/pool/config.ts";
 import { fixture, run } from "../helpers/run.ts";
+import { sweep } from "../helpers/sweep.ts";
 
 const POOLS = [
   [1, "centralized"],
@@ -48,38 +49,40 @@ interface Line {
   readonly stopAt: number;
 }
 
-for (const how of ["stop", "fail", "abort"] as const) {
-  for (const [n, pool] of POOLS) {
-    test(`ctx.signal aborts on ${how} on every rank of ${n} under ${pool}; late puts and values count nowhere`, async (t) => {
-      const r = await run(["-n", String(n), "--timeout", "60", "--pool", pool, fixture("pool-signal.ts"), how]);
-      t.is(r.code, 0, r.stderr);
-      // Up to 16 tasks in flight each listen on the signal: no leak warning for what is no leak.
-      t.notRegex(r.stderr, /MaxListenersExceededWarning/);
-      const lines = r.stdout
-        .split("\n")
-        .filter((l) => l.includes("] result "))
-        .map((l) => [Number(l.slice(1, l.indexOf("]"))), JSON.parse(l.slice(l.indexOf("result ") + 7))] as const);
-      t.is(lines.length, n);
-      const want = EXPECTED[how];
-      const stopper = n - 1;
-      let stopAt = 0;
-      let settledAt = 0;
-      for (const [rank, v] of lines as (readonly [number, Line])[]) {
-        t.like(v, rank === stopper ? want.stopperOutcome : want.outcome, `rank ${rank}`);
-        // Every task but the stopper's first waits for its signal: each one that started saw it abort.
-        t.true(v.started <= DEFAULT_CONCURRENCY, `rank ${rank} started ${v.started} of 48`);
-        t.deepEqual(
-          v.reasons,
-          new Array(v.started - (rank === stopper ? 1 : 0)).fill(rank === stopper ? want.stopperReason : want.reason),
-          `rank ${rank}`,
-        );
-        if (rank !== stopper) t.is(v.executed, 0, `rank ${rank}: a value returned after the run ended was counted`);
-        t.is(v.latePutThrew, 0);
-        t.is(v.again, 10, `rank ${rank}: the next run's result`);
-        if (rank === stopper) stopAt = v.stopAt;
-        settledAt = Math.max(settledAt, v.settledAt);
-      }
-      t.log(`run settled on every rank ${settledAt - stopAt} ms after the ${how}`);
-    });
-  }
+// The fast suite: each way of ending under a different pool (both modes, retries, a working coordinator); the
+// rest in the slow suite (signal.slow.test.ts).
+const FAST = new Set(["stop 3 centralized", "fail 3 distributed", "abort 2 centralized,coordinatorWorks=true"]);
+const CASES = (["stop", "fail", "abort"] as const).flatMap((how) => POOLS.map(([n, pool]) => [how, n, pool] as const));
+for (const [how, n, pool] of sweep(CASES, ([how, n, pool]) => FAST.has(`${how} ${n} ${pool}`))) {
+  test(`ctx.signal aborts on ${how} on every rank of ${n} under ${pool}; late puts and values count nowhere`, async (t) => {
+    const r = await run(["-n", String(n), "--timeout", "60", "--pool", pool, fixture("pool-signal.ts"), how]);
+    t.is(r.code, 0, r.stderr);
+    // Up to 16 tasks in flight each listen on the signal: no leak warning for what is no leak.
+    t.notRegex(r.stderr, /MaxListenersExceededWarning/);
+    const lines = r.stdout
+      .split("\n")
+      .filter((l) => l.includes("] result "))
+      .map((l) => [Number(l.slice(1, l.indexOf("]"))), JSON.parse(l.slice(l.indexOf("result ") + 7))] as const);
+    t.is(lines.length, n);
+    const want = EXPECTED[how];
+    const stopper = n - 1;
+    let stopAt = 0;
+    let settledAt = 0;
+    for (const [rank, v] of lines as (readonly [number, Line])[]) {
+      t.like(v, rank === stopper ? want.stopperOutcome : want.outcome, `rank ${rank}`);
+      // Every task but the stopper's first waits for its signal: each one that started saw it abort.
+      t.true(v.started <= DEFAULT_CONCURRENCY, `rank ${rank} started ${v.started} of 48`);
+      t.deepEqual(
+        v.reasons,
+        new Array(v.started - (rank === stopper ? 1 : 0)).fill(rank === stopper ? want.stopperReason : want.reason),
+        `rank ${rank}`,
+      );
+      if (rank !== stopper) t.is(v.executed, 0, `rank ${rank}: a value returned after the run ended was counted`);
+      t.is(v.latePutThrew, 0);
+      t.is(v.again, 10, `rank ${rank}: the next run's result`);
+      if (rank === stopper) stopAt = v.stopAt;
+      settledAt = Math.max(settledAt, v.settledAt);
+    }
+    t.log(`run settled on every rank ${settledAt - stopAt} ms after the ${how}`);
+  });
 }
