@@ -533,9 +533,10 @@ export async function waitForMeetingFile(file: string, ms: number, who: string, 
 
 /**
  * Resolves with `file`'s content once it holds a fresh one, looking whenever its folder changes (a watch) and
- * every FILE_RECHECK_MS; with undefined if none comes within `ms`. A stale file (its writer was on this host and
- * is gone: a job of the same id left it) goes to `onStale` and the wait goes on. Rejects with the error of a
- * read that fails other than for a missing file, or with the watch's ENOENT when the folder does not exist.
+ * every FILE_RECHECK_MS; with undefined if none comes within `ms` (and the reads begun by then have ended). A
+ * stale file (its writer was on this host and is gone: a job of the same id left it) goes to `onStale` and the
+ * wait goes on. Rejects with the error of a read that fails other than for a missing file, or with the watch's
+ * ENOENT when the folder does not exist.
  */
 function firstFreshFile(file: string, ms: number, onStale: (pid: number) => void): Promise<MeetingFile | undefined> {
   return new Promise<MeetingFile | undefined>((resolvePromise, rejectPromise) => {
@@ -549,18 +550,33 @@ function firstFreshFile(file: string, ms: number, onStale: (pid: number) => void
       clearTimeout(timer);
       then();
     };
+    // The time is up only once every look begun has ended: on a loaded host the first read can take longer than
+    // the whole wait, and a rank must not say the file never appeared without having read the folder once.
+    let looking = 0;
+    let timeUp = false;
+    const giveUpIfDone = (): void => {
+      if (timeUp && looking === 0) settle(() => resolvePromise(undefined));
+    };
     const look = (): void => {
+      if (timeUp) return;
+      looking++;
       readMeetingFile(file).then(
         (found) => {
-          if (found === undefined || settled) return;
-          if (found.host === hostname() && !isRunning(found.pid)) onStale(found.pid);
-          else settle(() => resolvePromise(found));
+          looking--;
+          if (found !== undefined && !settled) {
+            if (found.host === hostname() && !isRunning(found.pid)) onStale(found.pid);
+            else settle(() => resolvePromise(found));
+          }
+          giveUpIfDone();
         },
         (e: unknown) => settle(() => rejectPromise(e)),
       );
     };
     const poll = setInterval(look, FILE_RECHECK_MS);
-    const timer = setTimeout(() => settle(() => resolvePromise(undefined)), ms);
+    const timer = setTimeout(() => {
+      timeUp = true;
+      giveUpIfDone();
+    }, ms);
     try {
       watcher = watch(dirname(file), look);
       watcher.on("error", () => watcher?.close());
