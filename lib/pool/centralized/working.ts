@@ -135,14 +135,13 @@ export const LOOPBACK_BURST = 256;
  * microtask, or after the event loop has turned once LOOPBACK_BURST were handed over in this turn.
  */
 class Loopback extends PoolRuntime {
+  /** Messages not handed over yet; while it holds any, the hand-over of the first is scheduled. */
   private readonly inbox: [number, Record<string, unknown>][] = [];
-  private scheduled = false;
   /** Messages handed over since the event loop last turned. */
   private burst = 0;
   private readonly drain = () => {
     const [tag, body] = this.inbox.shift() as [number, Record<string, unknown>];
     if (this.inbox.length > 0) this.schedule();
-    else this.scheduled = false;
     this.local(tag, body);
   };
 
@@ -161,10 +160,7 @@ class Loopback extends PoolRuntime {
       return;
     }
     this.inbox.push([tag, body]);
-    if (!this.scheduled) {
-      this.scheduled = true;
-      this.schedule();
-    }
+    if (this.inbox.length === 1) this.schedule();
   }
 
   /** Hands the next message over in a microtask, or after the event loop turned if this turn had its share. */
