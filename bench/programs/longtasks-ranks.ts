@@ -10,8 +10,9 @@
  * loaded machine, so a task can take longer than drawn), and the lower bound is taken from the measured times:
  * max(sum / ranks that run tasks, longest); the drawn sum is printed too.
  *
- * Prints one JSON line on rank 0: `{"mode","ms","drawnMs","sumMs","longestMs","bound","ranks","tasks","perRank"}`;
- * `ranks` is the number of ranks that ran tasks (the bound's divisor).
+ * Prints one JSON line on rank 0: `{"mode","ms","drawnMs","sumMs","longestMs","bound","ranks","tasks","ideal",
+ * "perRank"}`; `ranks` is the number of ranks that ran tasks (the bound's divisor); `ideal`, what a central greedy
+ * scheduler with free messages reaches on the drawn times (idealGreedy).
  */
 import { connect } from "workpool";
 
@@ -36,6 +37,22 @@ let state = Number(seedArg);
 for (let i = 0; i < tasks; i++) {
   state = (state * 1103515245 + 12345) % 2147483648;
   times.push(minMs + (state / 2147483648) * (maxMs - minMs));
+}
+
+/**
+ * What the best online scheduler reaches on these draws: a central one with free messages that hands each task,
+ * newest first (the pool's default order), to the first worker to become free, as makespan / bound over the
+ * drawn times. Only one that knows every task's time in advance (longest first) gets much nearer the bound.
+ */
+function idealGreedy(drawn: readonly number[], workers: number): number {
+  const free = new Array<number>(workers).fill(0);
+  for (let i = drawn.length - 1; i >= 0; i--) {
+    let k = 0;
+    for (let w = 1; w < workers; w++) if ((free[w] as number) < (free[k] as number)) k = w;
+    free[k] = (free[k] as number) + (drawn[i] as number);
+  }
+  const bound = Math.max(drawn.reduce((a, b) => a + b, 0) / workers, Math.max(...drawn));
+  return Math.max(...free) / bound;
 }
 
 const pool = world.pool<number>();
@@ -65,7 +82,18 @@ if (world.rank === 0) {
   const longest = Math.max(...all.map((r) => r[2]));
   const bound = Math.max(sumMs / workers, longest);
   const counts = all.map((r) => r[0]);
-  const line = { mode: config.mode, ms, drawnMs, sumMs, longestMs: longest, bound, ranks: workers, tasks: result };
+  const ideal = idealGreedy(times, workers);
+  const line = {
+    mode: config.mode,
+    ms,
+    drawnMs,
+    sumMs,
+    longestMs: longest,
+    bound,
+    ranks: workers,
+    tasks: result,
+    ideal,
+  };
   console.log(JSON.stringify({ ...line, perRank: counts }));
 }
 await world.close();

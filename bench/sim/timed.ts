@@ -395,6 +395,16 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
       }
     });
   };
+  /** The step before a rank's first task (DistributedEngine `open`: it may wait on its offers), then its loop. */
+  const first = (rank: number): void => {
+    const e = (ranks[rank] as SimRank).engine;
+    let gated = false;
+    onRank(rank, () => {
+      gated = e.open();
+    });
+    if (gated) e.wakeup = () => clock.soon(() => begin(rank, true));
+    else begin(rank, true);
+  };
   const end = (rank: number): void => {
     const sr = ranks[rank] as SimRank;
     const task = sr.running as SimTask;
@@ -484,8 +494,8 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
   for (let rank = 0; rank < size; rank++) {
     if (skew > 0) {
       cpuFree[rank] = starts.next() * skew;
-      clock.at(cpuFree[rank] as number, () => begin(rank, true));
-    } else clock.soon(() => begin(rank, true));
+      clock.at(cpuFree[rank] as number, () => first(rank));
+    } else clock.soon(() => first(rank));
   }
   while (overCount < size && clock.step(limit));
   // Let the engines' done promises settle.

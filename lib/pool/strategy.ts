@@ -71,6 +71,8 @@ export interface DistributedHost {
   after(ms: number, fn: () => void): Cancel;
   /** Root only: the pool has terminated; tells every rank. `lastActivityAt` is the latest on any rank. */
   terminate(lastActivityAt: number): void;
+  /** Ends the wait that the balancer's `open` began: the rank runs its first task now. */
+  release(): void;
 }
 
 /** A pool option that a strategy may read besides the one that names it. */
@@ -113,6 +115,12 @@ export interface Balancer {
   received(source: number, kind: string, count: number, loadBefore: number): void;
   /** The run is over: cancels timers; later calls do nothing. */
   stop(): void;
+  /**
+   * Called once, before this rank runs its first task of the run. True if the balancer first offers work to
+   * other ranks and the rank should wait until it calls `host.release()` (it must, within a bounded time);
+   * false (or no method) to start at once.
+   */
+  open?(): boolean;
 }
 
 export interface InitiationStrategy extends StrategyInfo {

@@ -106,6 +106,8 @@ interface SimRank {
   runnable: boolean;
   /** Just woke up: the loop calls afterTask before its next task. */
   resumed: boolean;
+  /** Has taken the step before its first task (DistributedEngine `open`). */
+  opened: boolean;
   /** Relative speed: how likely this rank is picked when it can step. */
   readonly speed: number;
   done: "pending" | "resolved" | "rejected";
@@ -249,6 +251,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
       engine,
       runnable: true,
       resumed: true,
+      opened: false,
       speed: 0.1 + rnd(),
       done: "pending",
       error: undefined,
@@ -271,6 +274,16 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
     try {
       if (e.over) {
         sr.runnable = false;
+        return;
+      }
+      if (!sr.opened) {
+        sr.opened = true;
+        if (e.open()) {
+          sr.runnable = false;
+          e.wakeup = () => {
+            sr.runnable = true;
+          };
+        }
         return;
       }
       if (sr.resumed) {

@@ -53,6 +53,8 @@ class ScriptedHost implements DistributedHost {
     return [];
   }
 
+  release(): void {}
+
   terminate(last: number): void {
     this.terminated = last;
   }

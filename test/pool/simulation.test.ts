@@ -26,7 +26,13 @@ function paramsFor(
     size,
     ...c,
     workload,
-    tasks: workload === "pingpong" ? 9 + (seed % 8) : 40 + ((seed * 37) % 160),
+    // Flat: one seed in three puts few tasks (1 to 4 a rank), so that receiver-initiated ranks open with offers.
+    tasks:
+      workload === "pingpong"
+        ? 9 + (seed % 8)
+        : workload === "flat" && seed % 3 === 0
+          ? size * (1 + (seed % 4))
+          : 40 + ((seed * 37) % 160),
     seed,
     // Diffusion and the neighbours partner run over every topology in turn.
     topology: readsTopology(c) ? TOPOLOGIES[seed % TOPOLOGIES.length] : undefined,
@@ -62,6 +68,8 @@ for (const c of DISTRIBUTED_COMBINATIONS) {
     if (c.initiation === "receiver") {
       t.true((totals.requestsRefused ?? 0) > 0, "no request was ever refused");
       if (c.partner !== "ring") t.true((totals.notifiesSent ?? 0) > 0, "no hungry asker was ever notified");
+      t.true((totals.openingOffers ?? 0) > 0, "no rank ever opened a run with offers");
+      t.true((totals.openingDeclines ?? 0) > 0, "no offer was ever declined");
     }
     if (c.initiation === "sender") {
       t.true((totals.offersAccepted ?? 0) > 0, "no offer was ever accepted");

@@ -68,6 +68,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   /** From taking a task (`next`) to the step after it (`afterTask`): a task is running here. */
   private inTask = false;
   private flushScheduled = false;
+  /** Before its first task, waiting on the balancer's offers (`open`). */
+  private gated = false;
 
   constructor(
     readonly rt: PoolRuntime,
@@ -169,6 +171,14 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       this.sendEngine(children[i] as number, "done", withResult({ m: lastActivityAt }, result));
   }
 
+  release(): void {
+    if (!this.gated) return;
+    this.gated = false;
+    const w = this.wakeup;
+    this.wakeup = undefined;
+    w?.();
+  }
+
   // ---- Engine ----
 
   start(): void {
@@ -268,6 +278,17 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   /** True once this rank runs no more tasks: the run ended here, or a task here stopped it. */
   get over(): boolean {
     return this.finished || this.stopping;
+  }
+
+  /**
+   * Before the first task: the balancer may first offer this rank's tasks to others (a rank that starts a run
+   * holding many tasks answers no one while its first task runs, and that task may be long: balance/receiver.ts
+   * `open`). True if the rank waits (then set `wakeup`: `release` calls it); false to start at once.
+   */
+  open(): boolean {
+    this.gated = true;
+    if (!(this.balancer.open?.() ?? false)) this.gated = false;
+    return this.gated && !this.finished;
   }
 
   /** The next task to run: the higher-priority head of the pinned and movable queues (pinned on a tie). */
@@ -414,6 +435,12 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   private async loop(): Promise<void> {
     const exec = this.exec;
+    if (this.open()) {
+      await new Promise<void>((resolve) => {
+        this.wakeup = resolve;
+      });
+      if (this.over) return;
+    }
     exec.resume();
     while (!this.finished) {
       this.afterTask();
@@ -456,6 +483,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private halt(): void {
     this.finished = true;
     this.balancer.stop();
+    this.release();
     this.activate();
     this.flight.wake();
   }
