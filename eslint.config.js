@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   // Layers point down: messaging knows nothing of pools (world.pool() is defined in lib/pool/pool.ts), and
-  // the launcher reaches the library only through its two entries.
+  // the launcher and the benchmarks reach the library only through its entries.
   {
     files: ["lib/comm/**"],
     rules: {
@@ -24,7 +24,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["launcher/**"],
+    files: ["launcher/**", "bench/**"],
     rules: {
       "no-restricted-imports": [
         "error",
@@ -32,7 +32,7 @@ export default tseslint.config(
           patterns: [
             {
               group: ["**/lib/**", "!**/lib/index.ts", "!**/lib/internal.ts", "!**/lib/internal-start.ts"],
-              message: "the launcher imports lib/index.ts, lib/internal.ts or lib/internal-start.ts only",
+              message: "the launcher and bench/ import lib/index.ts, lib/internal.ts or lib/internal-start.ts only",
             },
           ],
         },

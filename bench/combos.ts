@@ -3,10 +3,14 @@
  * whose strategies are in the registries. config.ts may name a strategy before its file is registered; such
  * combinations are left out and listed by `missingCombos`, so a suite says what it did not run.
  */
-import { INITIATION_STRATEGIES } from "../lib/pool/balance/registry.ts";
-import { comboName, DISTRIBUTED_COMBINATIONS, type DistributedCombination } from "../lib/pool/config.ts";
-import { PARTNER_POLICIES } from "../lib/pool/partner/registry.ts";
-import { TERMINATION_DETECTORS } from "../lib/pool/termination/registry.ts";
+import {
+  comboName,
+  DISTRIBUTED_COMBINATIONS,
+  type DistributedCombination,
+  INITIATION_STRATEGIES,
+  PARTNER_POLICIES,
+  TERMINATION_DETECTORS,
+} from "../lib/internal.ts";
 
 /** True when every strategy `c` names is registered. */
 export function registered(c: DistributedCombination): boolean {

@@ -11,7 +11,7 @@
  * last task's end to every rank returning from `run`.
  */
 import { loadavg } from "node:os";
-import { comboName } from "../lib/pool/config.ts";
+import { comboName } from "../lib/internal.ts";
 import { availableCombos } from "./combos.ts";
 import {
   BenchUsageError,

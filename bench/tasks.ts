@@ -18,8 +18,7 @@ import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { join } from "node:path";
-import { DEFAULT_CONCURRENCY } from "../lib/pool/config.ts";
-import { seededRandom } from "../lib/pool/partner/random.ts";
+import { DEFAULT_CONCURRENCY, seededRandom } from "../lib/internal.ts";
 import { fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
 const PROGRAM = new URL("./programs/tasks-ranks.ts", import.meta.url).pathname;

@@ -1,6 +1,7 @@
 /**
  * Internals the launcher, benchmarks and tests need: those of internal-start.ts (what starting ranks takes) and
- * the rendezvous, the codec and the pool options. Not part of the stable API.
+ * the rendezvous, the codec, the pool options and strategy registries, and the parts of a distributed pool's
+ * engine that an in-process simulation drives (bench/sim/timed.ts). Not part of the stable API.
  */
 
 export * from "./internal-start.ts";
@@ -10,6 +11,7 @@ export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
 export {
   comboFromName,
   comboName,
+  DEFAULT_CONCURRENCY,
   DISTRIBUTED_COMBINATIONS,
   type DistributedCombination,
   distributedSpec,
@@ -21,7 +23,12 @@ export {
   TOPOLOGIES,
   TOPOLOGY_READERS,
 } from "./pool/config.ts";
-export { parsePoolSpec, resolvePoolConfig } from "./pool/options.ts";
+export { DistributedEngine } from "./pool/distributed/engine.ts";
+export { type PoolOptions, parsePoolSpec, resolvePoolConfig } from "./pool/options.ts";
+export { seededRandom } from "./pool/partner/random.ts";
 export { PARTNER_POLICIES } from "./pool/partner/registry.ts";
-export { testSeams } from "./pool/runtime.ts";
+export { Results } from "./pool/results.ts";
+export { type PoolLink, PoolRuntime, testSeams } from "./pool/runtime.ts";
+export type { Timers } from "./pool/timers.ts";
+export { emptyStats } from "./pool/types.ts";
 export { TERMINATION_DETECTORS } from "./pool/termination/registry.ts";

@@ -7,7 +7,7 @@
  *       runs the named combinations (default: every registered one) on the workloads (default: all three) and
  *       prints makespan / bound, messages per task and tasks moved per task, flagging wrong runs.
  */
-import { comboName } from "../../lib/pool/config.ts";
+import { comboName } from "../../lib/internal.ts";
 import { availableCombos } from "../combos.ts";
 import { fmt, formatTable } from "../harness.ts";
 import {

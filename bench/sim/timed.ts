@@ -26,13 +26,18 @@
  * per task, tasks moved, and an exactly-once check (every task ran once; every rank's result counts them all).
  */
 import { Random } from "../../apps/common/random.ts";
-import { comboFromName } from "../../lib/pool/config.ts";
-import { DistributedEngine } from "../../lib/pool/distributed/engine.ts";
-import { type PoolOptions, resolvePoolConfig } from "../../lib/pool/options.ts";
-import { Results } from "../../lib/pool/results.ts";
-import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
-import type { Timers } from "../../lib/pool/timers.ts";
-import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
+import type { TaskContext } from "../../lib/index.ts";
+import {
+  comboFromName,
+  DistributedEngine,
+  emptyStats,
+  type PoolLink,
+  type PoolOptions,
+  PoolRuntime,
+  resolvePoolConfig,
+  Results,
+  type Timers,
+} from "../../lib/internal.ts";
 import { registered } from "../combos.ts";
 import { drawEmulatedMs, MEAN_MS, putEmulatedWork } from "../programs/emulated.ts";
 import { type ClockEvent, VirtualClock } from "./clock.ts";
