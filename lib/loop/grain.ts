@@ -22,6 +22,11 @@ export const DEFAULT_RANGE_COST_MS = 0.002;
 export const QUANTUM_MS = 4;
 /** A probe runs a rank's first iterations, doubling their number, until they took this long (ms). */
 export const PROBE_MS = 1;
+/** Ranges a loop must have run on a rank before their measured cost refines the pool's estimate. */
+const MIN_RANGES_MEASURED = 16;
+/** Bounds of a measured per-range cost, ms (a loaded machine can make one run's figure absurd). */
+const MIN_RANGE_COST_MS = 0.0002;
+const MAX_RANGE_COST_MS = 0.05;
 
 export interface GrainInput {
   /** Iterations the rank is to run (its block). */
@@ -69,6 +74,19 @@ export function doallGrain(input: GrainInput): Grain {
   );
   const grain = Math.max(1, Math.min(iterations, Math.round(rangeMs / t)));
   return { grain, rangeMs: grain * t, predictedOverhead: rangeCostMs / (grain * t) };
+}
+
+/**
+ * A pool's per-range cost after a loop in which this rank measured `gaps`, the times from a range's end to the
+ * next one's start (sorted here): the mean of the estimate before and the gaps' median, bounded. Undefined when
+ * fewer than MIN_RANGES_MEASURED gaps were measured, and the estimate stays.
+ */
+export function refinedRangeCost(rangeCostMs: number, gaps: number[]): number | undefined {
+  if (gaps.length < MIN_RANGES_MEASURED) return undefined;
+  gaps.sort((a, b) => a - b);
+  const measured = gaps[gaps.length >> 1] as number;
+  const bounded = Math.min(MAX_RANGE_COST_MS, Math.max(MIN_RANGE_COST_MS, measured));
+  return (rangeCostMs + bounded) / 2;
 }
 
 export interface BlockInput {

@@ -45,3 +45,35 @@ export class Bound {
     if (this.better(v, this.best)) this.best = v;
   }
 }
+
+/**
+ * A pool's bounds by index, in the order they were made (the same on every rank), and the improvements that
+ * arrived for bounds not made here yet, applied when they are.
+ */
+export class Bounds {
+  private readonly made: Bound[] = [];
+  private readonly early = new Map<number, number[]>();
+
+  /** The index the next bound made gets. */
+  get next(): number {
+    return this.made.length;
+  }
+
+  add(b: Bound): void {
+    const index = this.made.length;
+    this.made.push(b);
+    for (const v of this.early.get(index) ?? []) b.receive(v);
+    this.early.delete(index);
+  }
+
+  /** Another rank improved bound `index` to `v`. */
+  receive(index: number, v: number): void {
+    const b = this.made[index];
+    if (b) b.receive(v);
+    else {
+      const early = this.early.get(index) ?? [];
+      early.push(v);
+      this.early.set(index, early);
+    }
+  }
+}

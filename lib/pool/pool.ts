@@ -1,29 +1,21 @@
 import { setMaxListeners } from "node:events";
 import { ENV } from "../comm/env.ts";
 import type { Communicator } from "../comm/world.ts";
-import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
-import {
-  AbortError,
-  ClosedError,
-  ConfigError,
-  describe,
-  EncodeError,
-  InvalidArgumentError,
-  RankFailedError,
-  StoppedError,
-} from "../errors.ts";
-import { liveRun, type LiveRun } from "../control/live.ts";
+import { arrivesAsItIs, sampledCheck } from "../comm/unsendable.ts";
+import { ClosedError, ConfigError, describe, InvalidArgumentError, StoppedError } from "../errors.ts";
+import type { LiveRun } from "../control/live.ts";
 import { REPORT, report } from "../control/report.ts";
-import { Bound, type BoundSense } from "./bound.ts";
+import { Bound, Bounds, type BoundSense } from "./bound.ts";
 import { ROOT as DISTRIBUTED_ROOT } from "./distributed/protocol.ts";
 import { engineFor } from "./engines.ts";
 import { flushingAfter, type GatherBatch, Gathering, gatherRoot } from "./gather.ts";
-import { isTaskKey } from "./keys.ts";
 import { forEach } from "../loop/doall.ts";
 import { mapOn, type MapHandler, type MapOptions } from "../loop/map.ts";
 import type { LoopBody, LoopOptions, LoopResult, StoppableLoopResult } from "../loop/options.ts";
 import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
+import { checkPutOptions, PendingPuts, untravelled } from "./pending.ts";
 import { Results } from "./results.ts";
+import { runConcurrency, watchRun } from "./run-setup.ts";
 import { type Engine, type PendingPut, PoolRuntime, worldLink } from "./runtime.ts";
 import { rootsDigest, SameRootsCheck } from "./same-roots.ts";
 import { TraceRecorder } from "./trace.ts";
@@ -65,19 +57,17 @@ export class Pool<T = unknown> {
   readonly config: PoolConfig;
   private readonly world: Communicator;
   private readonly context: number;
-  private pending: PendingPut<T>[] = [];
+  private readonly pending = new PendingPuts<T>(this);
   private engine: Engine<T> | undefined;
   private runtime: PoolRuntime | undefined;
   private epoch = 0;
   private stash: Stashed[] = [];
   private last: PoolStats | undefined;
-  private readonly bounds: Bound[] = [];
+  private readonly bounds = new Bounds();
   /** On rank 0 of a world of several ranks: whether every rank put the same tasks before the first run. */
   private readonly sameRoots: SameRootsCheck | undefined;
   /** Tasks handlers put into this pool on this rank, for the check in `putFrom`. */
   private handlerPuts = 0;
-  /** Improvements that arrived for bounds not made here yet, by bound index (applied when it is made). */
-  private readonly earlyBounds = new Map<number, number[]>();
   /** Where `map` results that arrive here go (loop/map.ts); until a map listens, they wait in mapStash. */
   private mapListener: ((source: number, body: Record<string, unknown>) => void) | undefined;
   private mapStash: [source: number, body: Record<string, unknown>][] = [];
@@ -135,14 +125,7 @@ export class Pool<T = unknown> {
     // A rank that began a later run has ended this one: without its `done`, it was not gathering.
     this.gathering?.heardFrom(source, body.e as number);
     if (tag === BOUND_TAG) {
-      const i = body.b as number;
-      const b = this.bounds[i];
-      if (b) b.receive(body.v as number);
-      else {
-        const early = this.earlyBounds.get(i) ?? [];
-        early.push(body.v as number);
-        this.earlyBounds.set(i, early);
-      }
+      this.bounds.receive(body.b as number, body.v as number);
       return;
     }
     const e = body.e as number;
@@ -176,33 +159,15 @@ export class Pool<T = unknown> {
       this.engine.put(task, 0, undefined, fromTask);
       return;
     }
+    checkPutOptions(options, this.config.mode, this.world.size);
     const priority = options?.priority ?? 0;
-    if (typeof priority !== "number" || !Number.isFinite(priority)) {
-      throw new InvalidArgumentError(`put: option \`priority\` must be a finite number; got ${describe(priority)}`);
-    }
     const to = options?.to;
-    if (to !== undefined) {
-      if (this.config.mode !== "distributed") {
-        throw new ConfigError(`put: option \`to\` applies to distributed pools only; this pool is ${this.config.mode}`);
-      }
-      if (!Number.isInteger(to) || to < 0 || to >= this.world.size) {
-        throw new InvalidArgumentError(
-          `put: option \`to\` must be a rank in 0..${this.world.size - 1}; got ${describe(to)}`,
-        );
-      }
-    }
     const key = options?.key;
-    if (key !== undefined && !isTaskKey(key)) {
-      throw new InvalidArgumentError(
-        `put: option \`key\` must be a string or a number (not NaN); got ${describe(key)}`,
-      );
-    }
     if (this.engine && this.runtime) {
       this.runtime.stats.tasksPut++;
       this.engine.put(task, priority, to, fromTask, key);
     } else {
-      const put = key === undefined ? { task, priority, to } : { task, priority, to, key };
-      if (this.pending.push(put) === 1) awaitRun(this as Pool<unknown>);
+      this.pending.add(key === undefined ? { task, priority, to } : { task, priority, to, key });
     }
   }
 
@@ -254,17 +219,7 @@ export class Pool<T = unknown> {
       throw new InvalidArgumentError(`run: handler must be a function; got ${describe(handler)}`);
     }
     const results = Results.of(options.reduce as RunOptions["reduce"]);
-    const concurrency = options.concurrency ?? this.config.concurrency;
-    if (!Number.isInteger(concurrency) || concurrency < 1) {
-      throw new InvalidArgumentError(
-        `run: option \`concurrency\` must be a positive integer; got ${describe(options.concurrency)}`,
-      );
-    }
-    if (concurrency > 1 && this.config.retries > 0) {
-      throw new InvalidArgumentError(
-        `run: option \`concurrency\` must be 1 with a pool that has \`retries\` (it commits between tasks); got ${concurrency}`,
-      );
-    }
+    const concurrency = runConcurrency(options as RunOptions<unknown>, this.config);
     if (this.engine || this.gathering) {
       throw new InvalidArgumentError("run: this pool is already running; await the first run");
     }
@@ -290,25 +245,11 @@ export class Pool<T = unknown> {
     trace?.instant(`${name} run ${this.epoch} starts`, { mode: this.config.mode });
     const rt = new PoolRuntime(worldLink(this.world, this.context), this.config, this.epoch, stats, results, trace);
     rt.concurrency = concurrency;
-    const initial = this.pending;
-    this.pending = [];
+    const initial = this.pending.take();
     if (this.epoch === 1 && this.world.size > 1) this.tellRoots(initial);
-    const gathering =
-      gatherAt === undefined
-        ? undefined
-        : new Gathering(this.world, gatherAt, this.epoch, name, (dest, batch) =>
-            this.world.postEncoded(dest, this.world.encode(this.context, GATHER_TAG, batch, "data")),
-          );
-    this.gathering = gathering;
-    const early = this.gatherStash;
-    this.gatherStash = [];
-    for (const [source, batch] of early) {
-      if (batch.e === this.epoch) gathering?.receive(source, batch);
-      else if (batch.e > this.epoch) this.gatherStash.push([source, batch]);
-    }
+    const gathering = this.startGathering(gatherAt);
     /** The run ended because every task was done (not failed, not stopped): see ctx.put. */
     let completed = false;
-    unrun.delete(this as Pool<unknown>);
     // Aborts once the run ends here other than by completing (types.ts, TaskContext.signal).
     const ended = new AbortController();
     // Every task in flight may listen on the signal (a timer, a fetch): with `concurrency` 16 that is more than
@@ -358,44 +299,7 @@ export class Pool<T = unknown> {
       },
       (e: unknown) => ended.abort(e),
     );
-    // Between messages a run may have nothing the event loop can see: it is not an app that forgot close().
-    const release = this.world.hold();
-    // This rank's messaging failed (its receive loop): the run fails here and tells the others.
-    const offFailure = this.world.onFailure((e) => engine.fail(e));
-    // Another rank died (the launcher said so). A pool with `retries` survives a worker's; any other fails its
-    // run with an error naming the rank. Deaths before this run are told at once: they are not news, and the
-    // launcher has heard what was re-dealt for them.
-    let replaying = true;
-    const offDeath = this.world.onPeerDeath((rank, why) => {
-      const error = new RankFailedError(rank, `${name} run: rank ${rank} died (${why})`);
-      if (!engine.onPeerDead) {
-        engine.fail(error);
-        return;
-      }
-      const redealt = engine.onPeerDead(rank, error);
-      if (redealt !== undefined && !replaying) report({ t: "redealt", pool: name, rank, tasks: redealt });
-    });
-    replaying = false;
-    // A rank that closed its world having begun fewer runs of this pool will never join this one: a run called
-    // on only some ranks (`if (rank === 0) await pool.run(...)`, or a loop) fails here naming it, instead of
-    // waiting for good while that rank waits in close().
-    const offLeave = this.world.onLeave((rank, progress) => {
-      const runs = progress.get(this.context) ?? 0;
-      if (runs >= epoch) return;
-      engine.fail(
-        new RankFailedError(
-          rank,
-          `${name} run: rank ${rank} closed its world after ${runs} run(s) of ${name}, and so will never join ` +
-            `this one (its run ${epoch} here): every rank must run the pool, or the loop, the same number of times`,
-        ),
-      );
-    });
-    const signal = options.signal;
-    const onAbort = () =>
-      engine.fail(new AbortError(`run aborted on rank ${this.world.rank}`, { cause: signal?.reason }));
-    if (signal?.aborted) onAbort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    const endLive = liveRun({
+    const live: LiveRun = {
       pool: name,
       run: epoch,
       config: this.config,
@@ -403,14 +307,9 @@ export class Pool<T = unknown> {
       t0,
       queued: () => engine.queued?.() ?? 0,
       loop: this.nextLoop,
-    });
+    };
+    const unwatch = watchRun(this.world, this.context, engine, options.signal, live);
     this.nextLoop = undefined;
-    const progress = REPORT.progress
-      ? setInterval(() => {
-          report({ t: "progress", pool: name, done: stats.tasksExecuted, queued: engine.queued?.() ?? 0 });
-        }, 200)
-      : undefined;
-    progress?.unref();
     let gathered: Map<GatherKey, unknown> | undefined;
     try {
       try {
@@ -423,13 +322,7 @@ export class Pool<T = unknown> {
       gathered = await gathering?.finish();
     } finally {
       this.gathering = undefined;
-      offFailure();
-      offDeath();
-      offLeave();
-      release();
-      clearInterval(progress);
-      endLive();
-      signal?.removeEventListener("abort", onAbort);
+      unwatch();
       this.engine = undefined;
       this.runtime = undefined;
       stats.wallMs = performance.now() - t0;
@@ -441,6 +334,24 @@ export class Pool<T = unknown> {
     if (REPORT.stats) report({ t: "stats", pool: name, run: this.epoch, config: this.config, stats });
     const result = { ...stats, result: results.final?.[0] as R | undefined, stopped: rt.stopped };
     return gathered ? { ...result, gathered } : result;
+  }
+
+  /** The run's gathering (to rank `at`), if it has the option `gather`: it takes the batches that came early. */
+  private startGathering(at: number | undefined): Gathering | undefined {
+    const gathering =
+      at === undefined
+        ? undefined
+        : new Gathering(this.world, at, this.epoch, this.name, (dest, batch) =>
+            this.world.postEncoded(dest, this.world.encode(this.context, GATHER_TAG, batch, "data")),
+          );
+    this.gathering = gathering;
+    const early = this.gatherStash;
+    this.gatherStash = [];
+    for (const [source, batch] of early) {
+      if (batch.e === this.epoch) gathering?.receive(source, batch);
+      else if (batch.e > this.epoch) this.gatherStash.push([source, batch]);
+    }
+    return gathering;
   }
 
   /** Before the first run: the digest of what this rank put to rank 0, which checks for the same roots everywhere. */
@@ -464,16 +375,14 @@ export class Pool<T = unknown> {
     if (typeof initial !== "number" || Number.isNaN(initial)) {
       throw new InvalidArgumentError(`bound: initial must be a number; got ${describe(initial)}`);
     }
-    const index = this.bounds.length;
+    const index = this.bounds.next;
     const world = this.world;
     const b = new Bound(sense, initial, (v) => {
       if (world.isClosed) return;
       const bytes = world.encode(this.context, BOUND_TAG, { b: index, v });
       for (let r = 0; r < world.size; r++) if (r !== world.rank) world.postEncoded(r, bytes);
     });
-    this.bounds.push(b);
-    for (const v of this.earlyBounds.get(index) ?? []) b.receive(v);
-    this.earlyBounds.delete(index);
+    this.bounds.add(b);
     return b;
   }
 
@@ -533,41 +442,6 @@ export class Pool<T = unknown> {
   async gatherStats(root = 0): Promise<PoolStats[] | undefined> {
     return this.world.gather(this.last ?? emptyStats(this.world.rank, this.config.mode), root);
   }
-}
-
-/**
- * The error for a task that cannot travel to another rank as it is, naming the app's own path to the bad part
- * (`task.f is a function`), as `put` throws it on any number of ranks.
- */
-function untravelled(task: unknown): EncodeError {
-  const found = findUnsendable(task, true);
-  const what = found ? `${where("task", found.path)} ${found.what}` : "task cannot be encoded";
-  return new EncodeError(
-    `put: ${what}; a task may run on any rank, so put plain data and keep functions and classes in the handler`,
-  );
-}
-
-/**
- * Pools holding tasks that were put and that no run has taken. A task put is a promise to run it: if the
- * process ends with some still waiting (no `run` after the puts, on this rank), it fails with a message that
- * names the pool, instead of dropping them silently and exiting 0.
- */
-const unrun = new Set<Pool<unknown>>();
-let exitCheck = false;
-
-function awaitRun(pool: Pool<unknown>): void {
-  unrun.add(pool);
-  if (exitCheck) return;
-  exitCheck = true;
-  process.on("exit", (code) => {
-    if (unrun.size === 0 || code !== 0) return;
-    const pools = [...unrun].map((p) => `${p.name} holds ${p.waiting} task${p.waiting === 1 ? "" : "s"}`);
-    process.stderr.write(
-      `workpool: rank ${[...unrun][0]?.rank}: tasks were put and never run (${pools.join("; ")}): ` +
-        "call pool.run(handler) on every rank after the puts\n",
-    );
-    process.exitCode = 1;
-  });
 }
 
 /** The body of `world.pool` (lib/world.ts): a pool on the world's next free context. */

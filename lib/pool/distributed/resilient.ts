@@ -1,12 +1,12 @@
 import { describe, RankFailedError, TaskError } from "../../errors.ts";
 import { INITIATION_STRATEGIES } from "../balance/registry.ts";
-import { now } from "../executor.ts";
 import type { TaskKey } from "../keys.ts";
 import type { WireResult } from "../results.ts";
 import { type Engine, type PendingPut, PoolRuntime } from "../runtime.ts";
 import type { DetectionStrategy, Detector, DistributedHost } from "../strategy.ts";
 import { EVENT_LOOP_TIMERS, type Timers } from "../timers.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
+import { Commits } from "./commits.ts";
 import { DistributedEngine } from "./engine.ts";
 import { type Commit, type Entry, Ledger, type LedgerNews } from "./ledger.ts";
 import { protocolFor, ROOT } from "./protocol.ts";
@@ -19,11 +19,6 @@ export const ACK_TAG = 901;
  * since its last commit is what its death costs, done again from the ledger.
  */
 export const COMMIT_MS = 100;
-/** How often a working rank reads the clock to see whether a commit is due (ms of tasks), at most every this many tasks. */
-const CLOCK_EVERY_MS = 0.1;
-const MAX_CLOCK_STRIDE = 64;
-/** Puts after which the finished entries are dropped from a rank's list of fresh ones, at the least. */
-const FRESH_COMPACT = 1024;
 /** A request that gets exactly one answer, and the answer that means "nothing for you" (a dead partner's). */
 const REFUSAL_OF: Readonly<Record<string, string>> = { request: "refuse", steal: "decline" };
 /** The answers to those requests. */
@@ -41,11 +36,12 @@ interface HeldPut<T> {
  * unchanged, over `Entry` objects that carry each task's ledger id; this class stands between it and the
  * pool's messages:
  *
- * - On a rank other than the root, it reports to the root's ledger (ledger.ts) in COMMITs: at the start of a
- *   task once COMMIT_MS have passed since the last, when the rank goes passive, before every task message it
- *   sends (the commit names the tasks and where they go), when the app puts a task on a passive rank, and
- *   when it learns of a death (its answer). A task's puts are held back until it ends, so a commit sent while
- *   an async task awaits (before a transfer, an answer) never counts a task's puts without its value.
+ * - On a rank other than the root, it reports to the root's ledger (ledger.ts) in COMMITs (their contents are
+ *   gathered in commits.ts): at the start of a task once COMMIT_MS have passed since the last, when the rank
+ *   goes passive, before every task message it sends (the commit names the tasks and where they go), when the
+ *   app puts a task on a passive rank, and when it learns of a death (its answer). A task's puts are held back
+ *   until it ends, so a commit sent while an async task awaits (before a transfer, an answer) never counts a
+ *   task's puts without its value.
  * - On the root, it keeps the ledger, re-deals a dead rank's tasks into its own queue, and ends the run when
  *   the ledger says that nothing is left anywhere: the termination detector of such a pool (the configured
  *   token ring or tree does not run; a dead rank needs no bypass).
@@ -67,28 +63,8 @@ export class ResilientDistributed<T> implements Engine<T> {
   private readonly ledger: Ledger<T> | undefined;
   private nextId = 0;
   private transfers = 0;
-  // ---- a rank other than the root: what its next commit says ----
-  private seq = 0;
-  /**
-   * Entries put here since the last commit (those not finished by then are held: they enter the ledger). The
-   * finished ones are dropped every `compactAt` puts (`addFresh`): kept to the commit, 100 ms of a fine-grained
-   * tree's tasks outlived the young generation, and the old one's collections cost a third of the rank's time.
-   */
-  private fresh: Entry<T>[] = [];
-  private compactAt = FRESH_COMPACT;
-  private finished: number[] = [];
-  private receipts: number[] = [];
-  private deaths: number[] = [];
-  private ranSinceCommit = 0;
-  private lastCommit = Number.NEGATIVE_INFINITY;
-  /**
-   * Tasks until the clock is next read for a commit that is due, how many go between reads, and the last read:
-   * about every CLOCK_EVERY_MS of tasks, since a read per task costs as much as a fine-grained task.
-   */
-  private clockIn = 1;
-  private clockEvery = 1;
-  private clockAt = 0;
-  private lastPassive = false;
+  /** On a rank other than the root: what its next commit says. */
+  private readonly commits: Commits<T>;
   /** The task running now, and what it has put so far. */
   private current: Entry<T> | undefined;
   private held: HeldPut<T>[] = [];
@@ -102,7 +78,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     initial: readonly PendingPut<T>[],
     private readonly timers: Timers = EVENT_LOOP_TIMERS,
     /** COMMIT_MS, or a simulation's choice (0: a commit at the start of every task). */
-    private readonly commitMs = COMMIT_MS,
+    commitMs = COMMIT_MS,
   ) {
     const { rank, size, config } = rt;
     this.isRoot = rank === ROOT;
@@ -118,6 +94,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     const refusal = config.initiation === "lifeline" ? "decline" : "refuse";
     this.refusalTag = protocol.tag.get(refusal) ?? -1;
     if (this.isRoot) this.ledger = new Ledger<T>(size, ROOT);
+    this.commits = new Commits<T>(commitMs, rt.results, () => this.newId());
     const inner = new PoolRuntime(
       { rank, size, send: (dest, tag, body) => this.intercept(dest, tag, body) },
       config,
@@ -128,7 +105,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     );
     inner.concurrency = rt.concurrency;
     const run = (e: Entry<T>): unknown => {
-      if (!this.isRoot && --this.clockIn <= 0) this.commitIfDue();
+      if (!this.isRoot && this.commits.due()) this.commit();
       this.current = e;
       const r = handler(e.t, ctx) as unknown;
       if (r !== undefined && typeof (r as Promise<unknown>).then === "function") {
@@ -142,7 +119,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     };
     const entries: PendingPut<Entry<T>>[] = initial.map((p) => {
       const e = this.entryOf(p.task, p.priority, p.key);
-      if (!this.isRoot) this.addFresh(e);
+      if (!this.isRoot) this.commits.addFresh(e);
       return { task: e, priority: p.priority, to: p.to, ...(p.key === undefined ? {} : { key: p.key }) };
     });
     this.engine = new DistributedEngine<Entry<T>>(
@@ -201,46 +178,21 @@ export class ResilientDistributed<T> implements Engine<T> {
     }
     // The app's own put: the next commit reports it held. A rank whose latest commit said it was passive
     // commits at once, or the root could end the run without it.
-    this.addFresh(e);
+    this.commits.addFresh(e);
     this.engine.put(e, priority, to, fromTask, key);
-    if (this.lastPassive) this.commit();
-  }
-
-  /** At the start of a task, now and then: commits if COMMIT_MS passed since the last. */
-  private commitIfDue(): void {
-    const t = now();
-    const per = (t - this.clockAt) / this.clockEvery;
-    this.clockAt = t;
-    this.clockEvery =
-      this.commitMs === 0 ? 1 : per > 0 ? Math.max(1, Math.min(MAX_CLOCK_STRIDE, Math.floor(CLOCK_EVERY_MS / per))) : 1;
-    this.clockIn = this.clockEvery;
-    if (t - this.lastCommit >= this.commitMs) this.commit();
-  }
-
-  /** `e` was put here: the next commit reports it, if it is not finished by then. */
-  private addFresh(e: Entry<T>): void {
-    const fresh = this.fresh;
-    fresh.push(e);
-    if (fresh.length < this.compactAt) return;
-    let kept = 0;
-    for (const f of fresh) if (f.d !== 1) fresh[kept++] = f;
-    fresh.length = kept;
-    // Amortized: at least as many puts again as there are entries left before the next pass over them.
-    this.compactAt = Math.max(FRESH_COMPACT, 2 * kept);
+    if (this.commits.passive) this.commit();
   }
 
   /** The running task `e` ended here: its puts join the queues, and the next commit reports its end. */
   private ended(e: Entry<T>): void {
     this.current = undefined;
     if (this.isRoot) return;
-    e.d = 1;
-    this.ranSinceCommit++;
-    if (e.i !== 0) this.finished.push(e.i);
+    this.commits.ended(e);
     const held = this.held;
     if (held.length === 0) return;
     this.held = [];
     for (const { entry, to } of held) {
-      this.addFresh(entry);
+      this.commits.addFresh(entry);
       this.engine.put(entry, entry.p ?? 0, to, true, entry.k);
     }
   }
@@ -273,9 +225,7 @@ export class ResilientDistributed<T> implements Engine<T> {
       this.act(news);
       return;
     }
-    const r = this.receipts;
-    r.push(source, n, entries.length);
-    for (const e of entries) r.push(e.i, e.h);
+    this.commits.received(source, n, entries);
     this.engine.onMessage(source, tag, body);
   }
 
@@ -291,7 +241,7 @@ export class ResilientDistributed<T> implements Engine<T> {
     if (this.engine.over) return undefined;
     const ledger = this.ledger;
     if (ledger === undefined) {
-      this.deaths.push(rank);
+      this.commits.died(rank);
       this.commit();
       return undefined;
     }
@@ -372,66 +322,10 @@ export class ResilientDistributed<T> implements Engine<T> {
 
   // ---- a rank other than the root ----
 
-  /**
-   * Sends the root one COMMIT (ledger.ts) with everything since the last; `dest`, `n`, `entries`: the transfer
-   * it precedes (its tasks, taken from the queues already, have their ids and move counts set here).
-   */
+  /** Sends the root one COMMIT (commits.ts) with everything since the last; `dest`, `n`, `entries`: the transfer it precedes. */
   private commit(dest?: number, n?: number, entries?: readonly Entry<T>[]): number {
     const host = this.host as DistributedHost;
-    const passive = host.passive && this.held.length === 0 ? 1 : 0;
-    const c: Commit = { s: ++this.seq, p: passive, m: host.lastActivityAt };
-    const fresh = this.fresh;
-    if (fresh.length > 0) {
-      let h: number[] | undefined;
-      let ht: unknown[] = [];
-      let hp: number[] | undefined;
-      let hk: (TaskKey | null)[] | undefined;
-      for (const e of fresh) {
-        if (e.d === 1) continue;
-        const id = this.newId();
-        e.i = id;
-        if (h === undefined) {
-          h = [];
-          ht = [];
-        }
-        if (e.p !== undefined && hp === undefined) hp = new Array<number>(h.length).fill(0);
-        if (e.k !== undefined && hk === undefined) hk = new Array<TaskKey | null>(h.length).fill(null);
-        h.push(id);
-        ht.push(e.t);
-        hp?.push(e.p ?? 0);
-        hk?.push(e.k ?? null);
-      }
-      this.fresh = [];
-      this.compactAt = FRESH_COMPACT;
-      if (h !== undefined) {
-        c.h = h;
-        c.ht = ht;
-        if (hp !== undefined) c.hp = hp;
-        if (hk !== undefined) c.hk = hk;
-      }
-    }
-    if (this.receipts.length > 0) {
-      c.v = this.receipts;
-      this.receipts = [];
-    }
-    if (entries !== undefined) {
-      const l = [dest as number, n as number, entries.length];
-      for (const e of entries) l.push(e.i, ++e.h);
-      c.l = l;
-    }
-    if (this.finished.length > 0) {
-      c.x = this.finished;
-      this.finished = [];
-    }
-    if (this.deaths.length > 0) {
-      c.d = this.deaths;
-      this.deaths = [];
-    }
-    const r = this.rt.results.take();
-    if (r !== undefined) c.r = r;
-    this.ranSinceCommit = 0;
-    this.lastCommit = now();
-    this.lastPassive = passive === 1;
+    const c = this.commits.next(host.passive && this.held.length === 0, host.lastActivityAt, dest, n, entries);
     this.rt.count("commitsSent");
     this.rt.send(ROOT, COMMIT_TAG, c as unknown as Record<string, unknown>);
     return c.s;
@@ -487,19 +381,9 @@ export class ResilientDistributed<T> implements Engine<T> {
       onMessage() {},
       idle: () => {
         if (this.isRoot) this.checkEnd();
-        else if (!this.lastPassive || this.hasNews()) this.commit();
+        else if (!this.commits.passive || this.commits.hasNews()) this.commit();
       },
     };
-  }
-
-  private hasNews(): boolean {
-    return (
-      this.ranSinceCommit > 0 ||
-      this.fresh.length > 0 ||
-      this.finished.length > 0 ||
-      this.receipts.length > 0 ||
-      this.deaths.length > 0
-    );
   }
 }
 
