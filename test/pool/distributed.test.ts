@@ -63,6 +63,30 @@ for (const n of RANKS) {
   }
 }
 
+test("receiver: a rank holding a few tasks a rank offers them to the next ranks before its first task", async (t) => {
+  const n = 3;
+  const r = await scenario(n, ["opening"]);
+  t.is(r.code, 0, r.stderr);
+  const [onRoot, everyRank] = r.results[0] as Record<string, unknown>[];
+  // Run 1: rank 0 alone held 2 x 3 tasks: one OPEN to each other rank. (Whether one is declined depends on
+  // timing: a rank whose request to rank 0 was answered first declines; the simulation counts the declines.)
+  const sentReceived = (runResult: Record<string, unknown> | undefined) =>
+    (runResult?.counters as number[][]).map(([sent, received]) => [sent, received]);
+  t.is(onRoot?.result, 2 * n);
+  t.deepEqual(sentReceived(onRoot), [
+    [n - 1, 0],
+    [0, 1],
+    [0, 1],
+  ]);
+  // Run 2: every rank held 2, one beyond its first: one OPEN to the next rank, so one received. (Whether it is
+  // declined depends on whether that rank has run its own two yet; the simulation counts the declines.)
+  t.is(everyRank?.result, 2 * n);
+  t.deepEqual(
+    sentReceived(everyRank),
+    Array.from({ length: n }, () => [1, 1]),
+  );
+});
+
 test("one rank: a distributed pool runs locally", async (t) => {
   const r = await scenario(1, ["combos", "all", "0", "500", "one,spread,pinned,empty"]);
   t.is(r.code, 0, r.stderr);
