@@ -1,7 +1,7 @@
 import { describe, InvalidArgumentError } from "../errors.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
-import { CLOSE_CONTEXT, SUB_CONTEXTS } from "./router.ts";
+import { CLOSE_CONTEXT, SUB_CONTEXTS } from "./contexts.ts";
 
 /**
  * MPI_Comm_split, worked out over the parent communicator's collective channel (World#split makes the new

@@ -10,13 +10,16 @@ import { checkCurve } from "./job-key.ts";
 import { ANY, type Message } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
 import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
-import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
+import { CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
+import type { Departures } from "./departures.ts";
+import { type ContextListener, Router } from "./router.ts";
 import { checkSplitArguments, planSplit } from "./split.ts";
 import { Transport } from "./transport.ts";
 import { onRankDeath, onRankLeft, onShrunk } from "../control/deaths.ts";
 import { hasLauncher, report } from "../control/report.ts";
 
-export { CONTEXT, type ContextListener } from "./router.ts";
+export { CONTEXT } from "./contexts.ts";
+export { type ContextListener } from "./router.ts";
 
 export interface RecvOptions {
   /** Rank to receive from, or ANY. @default ANY */
@@ -93,6 +96,8 @@ export class Communicator implements AsyncDisposable {
   /** The job's environment as the launcher described it (pool spec, transport; world rank and size). */
   readonly env: JobEnv;
   private readonly router: Router;
+  /** The router's record of the ranks gone (departures.ts), kept here too: every send asks it. */
+  private readonly departures: Departures;
   /** The world rank of each rank here; undefined for the world itself (where they are the same). */
   private readonly members: readonly number[] | undefined;
   private readonly userContext: number;
@@ -124,6 +129,7 @@ export class Communicator implements AsyncDisposable {
       base = 0;
       this.endContext = WORLD_CONTEXTS;
     }
+    this.departures = this.router.departures;
     this.userContext = base + CONTEXT.user;
     this.collectiveContext = base + CONTEXT.collective;
     this.nextContext = base + CONTEXT.firstFree;
@@ -153,7 +159,7 @@ export class Communicator implements AsyncDisposable {
       );
     };
     if (!this.members) {
-      this.router.trackProgress(context, () => begun);
+      this.departures.trackProgress(context, () => begun);
       this.onLeave((rank, progress) => {
         const count = progress.get(context) ?? 0;
         if (leaver && leaver.begun <= count) return;
@@ -243,8 +249,8 @@ export class Communicator implements AsyncDisposable {
   /** checkOpen, then RankFailedError once a rank of this communicator died: it can run no more collectives. */
   private checkCollective(call: string): void {
     this.checkOpen(call);
-    const dead = this.router.brokenBy(this.members);
-    if (dead !== undefined) throw this.router.deadError(dead, this.rankOf(dead), call, true);
+    const dead = this.departures.brokenBy(this.members);
+    if (dead !== undefined) throw this.departures.deadError(dead, this.rankOf(dead), call, true);
   }
 
   /** This communicator's rank of world rank `r`; -1 if it is not a member. */
@@ -263,7 +269,7 @@ export class Communicator implements AsyncDisposable {
 
   /** @internal World rank `rank` closed its world, having begun `progress` ([context, count] pairs). */
   peerLeft(rank: number, progress: readonly [number, number][]): void {
-    this.router.left(rank, progress);
+    this.departures.left(rank, progress);
   }
 
   /**
@@ -272,7 +278,7 @@ export class Communicator implements AsyncDisposable {
    * process learnt them, which is the same on every rank. Returns a function that removes it.
    */
   onPeerDeath(listener: (rank: number, why: string) => void): () => void {
-    return this.router.onPeerDeath((rank, why) => {
+    return this.departures.onPeerDeath((rank, why) => {
       const here = this.rankOf(rank);
       if (here >= 0) listener(here, why);
     });
@@ -283,7 +289,7 @@ export class Communicator implements AsyncDisposable {
    * count when this one closes its world (`onLeave`).
    */
   trackProgress(context: number, count: () => number): void {
-    this.router.trackProgress(context, count);
+    this.departures.trackProgress(context, count);
   }
 
   /**
@@ -292,7 +298,7 @@ export class Communicator implements AsyncDisposable {
    * a function that removes it.
    */
   onLeave(listener: (rank: number, progress: ReadonlyMap<number, number>) => void): () => void {
-    return this.router.onLeave((rank, progress) => {
+    return this.departures.onLeave((rank, progress) => {
       const here = this.rankOf(rank);
       if (here >= 0) listener(here, progress);
     });
@@ -307,7 +313,7 @@ export class Communicator implements AsyncDisposable {
    * from it, which rejects with RankFailedError if it dies first: then they look again.
    */
   get deadRanks(): readonly number[] {
-    return this.router.deadRanks.map((r) => this.rankOf(r)).filter((r) => r >= 0);
+    return this.departures.deadRanks.map((r) => this.rankOf(r)).filter((r) => r >= 0);
   }
 
   private checkRank(call: string, what: string, r: unknown, allowAny: boolean): void {
@@ -345,7 +351,7 @@ export class Communicator implements AsyncDisposable {
   /** Throws RankFailedError naming `call` if rank `dest` of this communicator died. */
   private checkAlive(dest: number, call: string, collective = false): void {
     const w = this.worldRank(dest);
-    if (this.router.isDead(w)) throw this.router.deadError(w, dest, call, collective);
+    if (this.departures.isDead(w)) throw this.departures.deadError(w, dest, call, collective);
   }
 
   /**
@@ -609,7 +615,7 @@ export class Communicator implements AsyncDisposable {
 
   /** @internal send in a private context (pools); no argument checks. One for a rank that died is dropped. */
   post(context: number, dest: number, tag: number, data: unknown): Promise<void> {
-    if (this.router.isDead(this.worldRank(dest))) return RESOLVED;
+    if (this.departures.isDead(this.worldRank(dest))) return RESOLVED;
     return this.sendIn(context, dest, tag, data, "pool", "data");
   }
 
