@@ -1,7 +1,8 @@
 import { hostname } from "node:os";
 import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
 import { ENV, type JobEnv, readJobEnv } from "./env.ts";
-import { detectForeignLaunch, meetForeignJob } from "./foreign.ts";
+import { meetForeignJob } from "./foreign.ts";
+import { detectForeignLaunch } from "./foreign-launch.ts";
 import { checkCurve } from "./job-key.ts";
 import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
 import { Transport } from "./transport.ts";
