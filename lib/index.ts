@@ -2,7 +2,7 @@ export type { CollectiveOptions } from "./comm/collectives.ts";
 export type { Message } from "./comm/matcher.ts";
 export { ANY } from "./comm/matcher.ts";
 export type { ReduceFn, ReduceOp, ReduceOpName } from "./comm/ops.ts";
-export type { RecvOptions } from "./comm/world.ts";
+export type { RecvOptions } from "./comm/matcher.ts";
 export type { ErrorCode } from "./errors.ts";
 export {
   AbortError,

@@ -1,5 +1,6 @@
 import type { JobEnv } from "./comm/env.ts";
-import { Communicator, joinJob } from "./comm/world.ts";
+import { joinJob } from "./comm/join.ts";
+import { Communicator } from "./comm/world.ts";
 import { doacross, type DoacrossBody, type DoacrossOptions, type DoacrossResult } from "./loop/doacross.ts";
 import { loopPoolOptions, parallelFor } from "./loop/doall.ts";
 import { type MapHandler, type MapOptions, mapOn } from "./loop/map.ts";

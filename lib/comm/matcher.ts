@@ -9,6 +9,16 @@ export interface Message<T = unknown> {
   readonly data: T;
 }
 
+/** What a receive waits for (Communicator#recv): a message matching `source` and `tag`. */
+export interface RecvOptions {
+  /** Rank to receive from, or ANY. @default ANY */
+  readonly source?: number;
+  /** Tag to receive, or ANY. @default ANY */
+  readonly tag?: number;
+  /** Abort the wait: the promise rejects with AbortError and no message is consumed. */
+  readonly signal?: AbortSignal;
+}
+
 interface Queued extends Message {
   readonly seq: number;
 }

@@ -1,29 +1,15 @@
 import { ENV, envMs } from "./env.ts";
 import { ClosedError, RankFailedError } from "../errors.ts";
-import { decodeFrame, decodeSplit, encodeMessage } from "./codec.ts";
-import type { CollectiveChannel } from "./collectives.ts";
-import * as coll from "./collectives.ts";
+import { type Drain, finishClose, tellLeaving } from "./close.ts";
+import { decodeFrame, decodeSplit } from "./codec.ts";
+import { blockOf, CLOSE_CONTEXT, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
+import { Departures } from "./departures.ts";
 import { ANY, Matcher } from "./matcher.ts";
 import type { Transport } from "./transport.ts";
 import { appZmqWaiting } from "./zmq-activity.ts";
-import { report } from "../control/report.ts";
-
-/**
- * Message contexts are u32 numbers, like MPI communicator contexts: traffic in one never matches receives in
- * another. Each communicator owns a block of them: its point-to-point context, its collective context, then
- * one per pool it makes. The world's block is [0, WORLD_CONTEXTS); a sub-communicator's (World#split) is
- * SUB_CONTEXTS long, above the world's. The largest u32 is `close`'s own.
- */
-export const CONTEXT = { user: 0, collective: 1, firstFree: 2 } as const;
-export const WORLD_CONTEXTS = 2 ** 24;
-export const SUB_CONTEXTS = 2 ** 12;
-export const CLOSE_CONTEXT = 2 ** 32 - 1;
 
 /** Handler that takes every message of one context as it arrives (used by pools). */
 export type ContextListener = (source: number, tag: number, data: unknown) => void;
-
-/** Tags of close's exchange once a rank died (see Router#closeAmongLive): far above its collectives' sequence. */
-const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1 } as const;
 
 /** How often the idle watch looks (see Router.watchIdle): an app that forgot close() ends within ~2x this. */
 const IDLE_CHECK_MS = envMs(ENV.idleCheckMs, 1000);
@@ -47,9 +33,10 @@ function beyond(now: Map<string, number>, base: Map<string, number>): boolean {
 
 /**
  * One process's messaging, shared by the world and every communicator split from it: the transport, the
- * matcher or listener of each context, what `close` counts, and the failure of the receive loop. Ranks here are
- * world ranks; a communicator translates its own before calling in. The `source` of a message is the sender's
- * rank in the communicator it was sent in (the header carries it), so receives see their communicator's ranks.
+ * matcher or listener of each context, what `close` counts (close.ts runs it), the ranks gone (departures.ts;
+ * their deaths are applied here, to the matchers), and the failure of the receive loop. Ranks here are world
+ * ranks; a communicator translates its own before calling in. The `source` of a message is the sender's rank in
+ * the communicator it was sent in (the header carries it), so receives see their communicator's ranks.
  */
 export class Router {
   /** This process's world rank and the world's size. */
@@ -59,10 +46,10 @@ export class Router {
   private readonly matchers = new Map<number, Matcher>();
   private readonly listeners = new Map<number, ContextListener>();
   /** Messages sent to each other rank, and received from other ranks (`close`'s own excepted). */
-  private readonly sentTo: number[];
-  private received = 0;
+  readonly sentTo: number[];
+  received = 0;
   /** Of `received`, those from each world rank; the rest are `unplaced`'s. */
-  private readonly receivedFrom: number[];
+  readonly receivedFrom: number[];
   /**
    * Messages received in the block of a communicator not made here yet (its split still runs here while a
    * faster member already sends in it), by block and sender (its rank there): placed in `receivedFrom` once
@@ -71,19 +58,12 @@ export class Router {
   private readonly unplaced = new Map<number, Map<number, number>>();
   /** The members (world ranks) of each communicator from `split` on this process, by block. */
   private readonly blocks = new Map<number, readonly number[]>();
-  /** Ranks that died, in the order this process learnt it, with why (see `peerDied`). */
-  private readonly dead = new Map<number, string>();
-  private readonly deathListeners = new Set<(rank: number, why: string) => void>();
-  /** Counters of what this rank has begun in a context (a pool's runs), sent to every rank when it closes. */
-  private readonly progress = new Map<number, () => number>();
-  /** Ranks that closed their world, with their counters (`progress`) as they closed. */
-  private readonly leavers = new Map<number, ReadonlyMap<number, number>>();
-  private readonly leaveListeners = new Set<(rank: number, progress: ReadonlyMap<number, number>) => void>();
-  /** While `close` waits for messages still on their way here: whether they all came, and what to wake. */
-  private drain:
-    { readonly done: () => boolean; readonly resolve: () => void; readonly reject: (e: Error) => void } | undefined;
-  /** `drain` ends (rejects) when a rank dies: close's collective over the whole world cannot finish. */
-  private closeShrinks = false;
+  /** The ranks that died or closed their world, and what this rank has begun (sent to the others at close). */
+  readonly departures: Departures;
+  /** `departures.dead`, read here per message. */
+  private readonly dead: ReadonlyMap<number, string>;
+  /** While `close` waits for messages still on their way here (close.ts sets it): checked per message. */
+  drain: Drain | undefined;
   /** Why the receive loop failed (see `fail`); undefined while it works. */
   private failureCause: Error | undefined;
   private readonly failureListeners = new Set<(error: RankFailedError) => void>();
@@ -106,6 +86,8 @@ export class Router {
     this.size = size;
     this.sentTo = new Array<number>(size).fill(0);
     this.receivedFrom = new Array<number>(size).fill(0);
+    this.departures = new Departures(rank, size);
+    this.dead = this.departures.dead;
   }
 
   attach(transport: Transport): void {
@@ -221,7 +203,7 @@ export class Router {
     }
     const t = this.transport;
     if (!t) throw new ClosedError(`${call}: no transport`);
-    if (this.dead.has(dest)) throw this.deadError(dest, dest, call);
+    if (this.dead.has(dest)) throw this.departures.deadError(dest, dest, call);
     if (counted) {
       if (this.closing) throw new ClosedError(`${call}: the world is closed`);
       this.sentTo[dest]!++;
@@ -287,21 +269,15 @@ export class Router {
    * it (`Transport#drop`), sends to it reject with RankFailedError (pools' are dropped: see `handLate`), and in
    * every communicator it is a member of: the receives waiting for it or for ANY source reject with
    * RankFailedError (`rank`: its rank there), and later ones naming it reject at once (Matcher#peerDied); every
-   * pending and later collective rejects (`brokenBy`). `close` goes on among the ranks still alive. Then the
-   * `onPeerDeath` listeners hear of it. Its own rank, or a rank it already knows dead, is ignored.
+   * pending and later collective rejects (Departures#brokenBy). `close` goes on among the ranks still alive. Then
+   * the Departures#onPeerDeath listeners hear of it. Its own rank, or a rank it already knows dead, is ignored.
    */
   peerDied(rank: number, why: string): void {
-    if (rank === this.rank || !Number.isInteger(rank) || rank < 0 || rank >= this.size) return;
-    if (this.dead.has(rank)) return;
-    this.dead.set(rank, why);
+    if (!this.departures.died(rank, why)) return;
     this.transport?.drop(rank);
     for (const [context, m] of this.matchers) this.applyDeath(context, m, rank);
-    const drain = this.drain;
-    if (drain) {
-      if (this.closeShrinks) drain.reject(this.deadError(rank, rank, "close"));
-      else if (drain.done()) drain.resolve();
-    }
-    for (const listener of [...this.deathListeners]) listener(rank, why);
+    this.drain?.died(rank);
+    this.departures.tellDeath(rank, why);
   }
 
   /**
@@ -312,7 +288,7 @@ export class Router {
    */
   private applyDeath(context: number, m: Matcher, rank: number, pending = true): void {
     if (context === CLOSE_CONTEXT) {
-      m.peerDied(rank, (call) => this.deadError(rank, rank, call), pending);
+      m.peerDied(rank, (call) => this.departures.deadError(rank, rank, call), pending);
       return;
     }
     const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
@@ -320,73 +296,9 @@ export class Router {
     const there = members ? members.indexOf(rank) : rank;
     if (there < 0) return;
     const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
-    const error = (call: string) => this.deadError(rank, there, call, offset === CONTEXT.collective);
+    const error = (call: string) => this.departures.deadError(rank, there, call, offset === CONTEXT.collective);
     if (offset === CONTEXT.collective) m.fail(error);
     else m.peerDied(there, error);
-  }
-
-  /**
-   * The RankFailedError a call gets for world rank `rank`, rank `there` of the communicator called, which died;
-   * `collective`: the call is a collective, which that death broke.
-   */
-  deadError(rank: number, there: number, call: string, collective = false): RankFailedError {
-    const who = rank === there ? `rank ${rank}` : `rank ${there} (world rank ${rank})`;
-    const broken = collective ? "; a communicator that lost a rank can run no more collectives" : "";
-    return new RankFailedError(there, `${call}: ${who} died: ${this.dead.get(rank) ?? "unknown"}${broken}`);
-  }
-
-  /** True once this process knows world rank `rank` died. */
-  isDead(rank: number): boolean {
-    return this.dead.has(rank);
-  }
-
-  /** The ranks that died, world ranks in the order this process learnt it. */
-  get deadRanks(): number[] {
-    return [...this.dead.keys()];
-  }
-
-  /** The first of `members` (world ranks) that died, if any: a communicator of them can run no collectives. */
-  brokenBy(members: readonly number[] | undefined): number | undefined {
-    if (this.dead.size === 0) return undefined;
-    for (const rank of this.dead.keys()) if (!members || members.includes(rank)) return rank;
-    return undefined;
-  }
-
-  /**
-   * Calls `listener(rank, why)` for every death `peerDied` is told (world ranks), first for those already
-   * known, in order. Returns a function that removes it.
-   */
-  onPeerDeath(listener: (rank: number, why: string) => void): () => void {
-    for (const [rank, why] of this.dead) listener(rank, why);
-    this.deathListeners.add(listener);
-    return () => this.deathListeners.delete(listener);
-  }
-
-  /**
-   * Counts what this rank begins in `context` (a pool's runs): `count()` is sent to every other rank when this
-   * one closes, so that a rank still waiting for this one to begin more of it learns it never will (`onLeave`).
-   */
-  trackProgress(context: number, count: () => number): void {
-    this.progress.set(context, count);
-  }
-
-  /**
-   * Calls `listener(rank, progress)` for every rank that closed its world (world ranks), with its counters
-   * (`trackProgress`: context to count) as it closed; first for those already known. Returns a function that
-   * removes it.
-   */
-  onLeave(listener: (rank: number, progress: ReadonlyMap<number, number>) => void): () => void {
-    for (const [rank, progress] of this.leavers) listener(rank, progress);
-    this.leaveListeners.add(listener);
-    return () => this.leaveListeners.delete(listener);
-  }
-
-  /** World rank `rank` closed its world; `data` is its counters, as [context, count] pairs. */
-  left(rank: number, data: unknown): void {
-    if (rank === this.rank || this.leavers.has(rank) || !Array.isArray(data)) return;
-    const progress = new Map<number, number>(data as [number, number][]);
-    this.leavers.set(rank, progress);
-    for (const listener of [...this.leaveListeners]) listener(rank, progress);
   }
 
   /**
@@ -436,183 +348,16 @@ export class Router {
     timer.unref();
   }
 
-  /** See World#close: the collective end of the whole process's messaging. */
+  /** See World#close: the collective end of the whole process's messaging (close.ts). */
   close(): Promise<void> {
     if (!this.closing) {
       for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");
-      this.tellLeaving();
+      tellLeaving(this);
       this.closing = this.transport?.flush() ?? Promise.resolve();
-      this.finish().catch((e: unknown) => {
+      finishClose(this, this.transport).catch((e: unknown) => {
         process.emitWarning(`workpool rank ${this.rank}: close failed: ${(e as Error).message}`);
       });
     }
     return this.closing;
   }
-
-  /**
-   * Tells every other rank that this one is closing, with its counters (`trackProgress`): a rank waiting in a
-   * pool run or collective this one never began then fails it, naming this rank, instead of waiting for good.
-   * Through the launcher's control channel (lib/control/deaths.ts), which every rank has: sent to each peer
-   * directly, it opened a socket to every one at close (1,023 at most in a process) and could hold the exit of
-   * a rank whose peer had already gone. Without a launcher, nothing is sent.
-   */
-  private tellLeaving(): void {
-    if (this.failureCause || this.size === 1) return;
-    // A context with nothing begun is left out: a rank that never made the pool has begun none of its runs.
-    const progress = [...this.progress].map(([context, count]) => [context, count()]).filter(([, n]) => n !== 0);
-    report({ t: "leaving", p: progress });
-  }
-
-  /**
-   * Close's collective. While no rank is known dead: an allreduce of what every rank sent to every other (the
-   * messages on their way here are the difference), waiting for those, then a barrier, over the whole world.
-   *
-   * Once a rank died (before close, or during it), close goes on among the ranks alive, each of which learns of
-   * every death, in the same order, though not at the same moment: a tree collective that lost a rank would
-   * wait for good, so every rank then tells every other alive directly (`closeAmongLive`), and waits for each
-   * rank alive (a rank that dies meanwhile is no longer waited for). A rank that learns of the death in the
-   * final barrier already has everything sent to it; some other rank may be done and gone, so it does not wait:
-   * it only tells every rank alive what a rank that waits needs, and ends.
-   */
-  private async finish(): Promise<void> {
-    const transport = this.transport;
-    if (!transport) return;
-    try {
-      // A failed process cannot take part in close's collective: it only closes its sockets.
-      if (this.failureCause) return;
-      let drained = false;
-      if (this.dead.size === 0) {
-        try {
-          const channel = this.closeChannel();
-          const sent = await coll.allreduce(channel, [...this.sentTo], "sum");
-          const expected = sent[this.rank] ?? 0;
-          await this.waitDrained(() => this.received >= expected, true);
-          drained = true;
-          // Once every rank has everything sent to it, nothing this rank sent is still queued in its sockets: it
-          // exits at once, instead of lingering while ZeroMQ delivers what a slower peer (encrypting, or busy) has
-          // not taken yet.
-          await coll.barrier(channel);
-          return;
-        } catch (e) {
-          if (this.failureCause || this.dead.size === 0) throw e;
-        }
-      }
-      await this.closeAmongLive(drained);
-    } finally {
-      await transport.close();
-    }
-  }
-
-  /**
-   * Resolves once `done()` (checked on every message that arrives, and on every death), rejects when this
-   * process fails, or, with `shrinks`, when a rank dies.
-   */
-  private waitDrained(done: () => boolean, shrinks: boolean): Promise<void> {
-    if (done()) return Promise.resolve();
-    const dead = shrinks ? this.deadRanks[0] : undefined;
-    if (dead !== undefined) return Promise.reject(this.deadError(dead, dead, "close"));
-    return new Promise<void>((resolve, reject) => {
-      const stop = this.onFailure(reject);
-      this.closeShrinks = shrinks;
-      this.drain = {
-        done,
-        resolve: () => {
-          this.drain = undefined;
-          stop();
-          resolve();
-        },
-        reject: (e) => {
-          this.drain = undefined;
-          stop();
-          reject(e);
-        },
-      };
-    });
-  }
-
-  /**
-   * Close once a rank died (see `finish`): tells every rank alive how many messages this one sent it, waits
-   * for what every rank alive sent here, tells them all so, and waits until each said so too. `drained`: this
-   * rank has everything sent to it already (the death came in the final barrier): it tells each rank alive
-   * both at once and ends.
-   */
-  private async closeAmongLive(drained: boolean): Promise<void> {
-    const m = this.matcher(CLOSE_CONTEXT);
-    const tell = (tag: number, data: (dest: number) => unknown) => {
-      for (let r = 0; r < this.size; r++) {
-        if (r === this.rank || this.dead.has(r)) continue;
-        const bytes = encodeMessage(this.rank, CLOSE_CONTEXT, tag, data(r), "close");
-        void this.hand(r, bytes, false, "close");
-      }
-    };
-    tell(CLOSE_TAG.count, (r) => this.sentTo[r]);
-    if (drained) {
-      tell(CLOSE_TAG.drained, () => true);
-      return;
-    }
-    const counts = await this.hearFromLive(m, CLOSE_TAG.count);
-    await this.waitDrained(() => {
-      let expected = 0;
-      let received = this.received;
-      for (let r = 0; r < this.size; r++) {
-        if (!this.dead.has(r)) continue;
-        received -= this.receivedFrom[r] as number;
-      }
-      for (const [r, n] of counts) if (!this.dead.has(r)) expected += n as number;
-      return received >= expected;
-    }, false);
-    tell(CLOSE_TAG.drained, () => true);
-    await this.hearFromLive(m, CLOSE_TAG.drained);
-  }
-
-  /** What every other rank alive sent with `tag` in close's context, by rank; waits for none that dies. */
-  private async hearFromLive(m: Matcher, tag: number): Promise<Map<number, unknown>> {
-    const heard = new Map<number, unknown>();
-    for (;;) {
-      let missing = false;
-      for (let r = 0; r < this.size && !missing; r++) missing = r !== this.rank && !this.dead.has(r) && !heard.has(r);
-      if (!missing) return heard;
-      try {
-        const msg = await m.receive(ANY, tag, undefined, "close");
-        heard.set(msg.source, msg.data);
-      } catch (e) {
-        // A death rejects the receive (it might have waited for that rank): look again at who is left.
-        if (this.failureCause || !(e instanceof RankFailedError)) throw e;
-      }
-    }
-  }
-
-  /** Close's channel over the whole world, while no rank is known dead: any death makes it reject. */
-  private closeChannel(): CollectiveChannel {
-    let seq = 0;
-    const m = this.matcher(CLOSE_CONTEXT);
-    const alive = (call: string) => {
-      const rank = this.deadRanks[0];
-      if (rank !== undefined) throw this.deadError(rank, rank, call);
-    };
-    return {
-      rank: this.rank,
-      size: this.size,
-      nextSequence: () => seq++,
-      send: (dest, tag, data, call) => {
-        try {
-          alive(call);
-          const bytes = encodeMessage(this.rank, CLOSE_CONTEXT, tag, data, call);
-          return this.hand(dest, bytes, false, call) ?? Promise.resolve();
-        } catch (e) {
-          return Promise.reject(e);
-        }
-      },
-      recv: async (source, tag, signal, call) => {
-        // A receive posted after a death would wait for good for a rank that went on without this collective.
-        alive(call);
-        return (await m.receive(source, tag, signal, call)).data;
-      },
-    };
-  }
-}
-
-/** The index of the block of SUB_CONTEXTS contexts (of a communicator from split) that `context` is in. */
-function blockOf(context: number): number {
-  return Math.floor((context - WORLD_CONTEXTS) / SUB_CONTEXTS);
 }

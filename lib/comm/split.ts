@@ -1,11 +1,12 @@
 import { describe, InvalidArgumentError } from "../errors.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
-import { CLOSE_CONTEXT, SUB_CONTEXTS } from "./router.ts";
+import { CLOSE_CONTEXT, SUB_CONTEXTS } from "./contexts.ts";
+import type { Router } from "./router.ts";
 
 /**
  * MPI_Comm_split, worked out over the parent communicator's collective channel (World#split makes the new
- * communicator from the plan).
+ * communicator in the scope `runSplit` gives it).
  *
  * One allgather of (color, key, first free context of the member's process); then every member works out
  * the same answer by itself:
@@ -19,6 +20,17 @@ import { CLOSE_CONTEXT, SUB_CONTEXTS } from "./router.ts";
  * allgather. That is all message matching needs: a message only ever goes to a member of the communicator it
  * was sent in.
  */
+
+/** @internal How a communicator made by `split` (or `shrink`) sits in its process. */
+export interface SubScope {
+  readonly router: Router;
+  /** The world rank of each of its ranks. */
+  readonly members: readonly number[];
+  /** This process's rank in it. */
+  readonly rank: number;
+  /** The first context of its block (SUB_CONTEXTS long). */
+  readonly base: number;
+}
 
 /** The largest color, as in MPI (non-negative int). */
 const MAX_COLOR = 2 ** 31 - 1;
@@ -74,4 +86,43 @@ export async function planSplit(
     .sort((a, b) => a.k - b.k || a.r - b.r)
     .map((m) => m.r);
   return { members, base: first + ordered.indexOf(color) * SUB_CONTEXTS, nextBlock: end };
+}
+
+/**
+ * Splits a communicator (World#split) on this process: its rank `rank` gives `color` and `key`, `ch` is its
+ * collective channel and `parent` its members' world ranks (undefined for the world). One split at a time per
+ * process (Router#splitting: two at once could be given the same block); the process's first free context moves
+ * past the new blocks. Resolves to the new communicator, made by `make` from its scope here while the split
+ * still holds the process, or to undefined for color undefined.
+ */
+export async function runSplit<C>(
+  router: Router,
+  ch: CollectiveChannel,
+  rank: number,
+  parent: readonly number[] | undefined,
+  color: number | undefined,
+  key: number,
+  opts: CollectiveOptions | undefined,
+  make: (scope: SubScope) => C,
+): Promise<C | undefined> {
+  checkSplitArguments(color, key);
+  if (router.splitting) {
+    throw new InvalidArgumentError(
+      "split: another split is running on this process; split one communicator at a time (await each split)",
+    );
+  }
+  router.splitting = true;
+  try {
+    const plan = await planSplit(ch, color, key, router.nextBlock, opts);
+    router.nextBlock = plan.nextBlock;
+    if (!plan.members) return undefined;
+    return make({
+      router,
+      members: plan.members.map((r) => (parent ? (parent[r] as number) : r)),
+      rank: plan.members.indexOf(rank),
+      base: plan.base,
+    });
+  } finally {
+    router.splitting = false;
+  }
 }

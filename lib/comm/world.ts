@@ -1,46 +1,20 @@
-import { hostname } from "node:os";
-import { ClosedError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
+import { ClosedError, InvalidArgumentError, type RankFailedError } from "../errors.ts";
+import { checkRank, checkTag } from "./arguments.ts";
 import { encodeMessage, type ValueName } from "./codec.ts";
+import { collectiveChannel } from "./channel.ts";
 import type { CollectiveChannel, CollectiveOptions } from "./collectives.ts";
 import * as coll from "./collectives.ts";
-import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
-import { ENV, type JobEnv, readJobEnv } from "./env.ts";
-import { detectForeignLaunch, meetForeignJob } from "./foreign.ts";
-import { checkCurve } from "./job-key.ts";
-import { ANY, type Message } from "./matcher.ts";
+import type { JobEnv } from "./env.ts";
+import { ANY, type Message, type RecvOptions } from "./matcher.ts";
 import type { ReduceOp } from "./ops.ts";
-import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
-import { CONTEXT, type ContextListener, Router, SUB_CONTEXTS, WORLD_CONTEXTS } from "./router.ts";
-import { checkSplitArguments, planSplit } from "./split.ts";
-import { Transport } from "./transport.ts";
-import { onRankDeath, onRankLeft, onShrunk } from "../control/deaths.ts";
-import { hasLauncher, report } from "../control/report.ts";
+import { CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
+import type { Departures } from "./departures.ts";
+import { type ContextListener, Router } from "./router.ts";
+import { askShrink, survivorScope } from "./shrink.ts";
+import { runSplit, type SubScope } from "./split.ts";
+import type { Transport } from "./transport.ts";
+import { hasLauncher } from "../control/report.ts";
 
-export { CONTEXT, type ContextListener } from "./router.ts";
-
-export interface RecvOptions {
-  /** Rank to receive from, or ANY. @default ANY */
-  readonly source?: number;
-  /** Tag to receive, or ANY. @default ANY */
-  readonly tag?: number;
-  /** Abort the wait: the promise rejects with AbortError and no message is consumed. */
-  readonly signal?: AbortSignal;
-}
-
-/** @internal How a communicator made by `split` sits in its process. */
-export interface SubScope {
-  readonly router: Router;
-  /** The world rank of each of its ranks. */
-  readonly members: readonly number[];
-  /** This process's rank in it. */
-  readonly rank: number;
-  /** The first context of its block (SUB_CONTEXTS long). */
-  readonly base: number;
-}
-
-const MAX_TAG = 2 ** 31 - 1;
-/** Collective sequence numbers are tags on the wire, a u32: they wrap there. */
-const SEQUENCE_WRAP = 2 ** 32;
 /** What `send` returns when the message is queued without back-pressure (one shared, already resolved). */
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -93,6 +67,8 @@ export class Communicator implements AsyncDisposable {
   /** The job's environment as the launcher described it (pool spec, transport; world rank and size). */
   readonly env: JobEnv;
   private readonly router: Router;
+  /** The router's record of the ranks gone (departures.ts), kept here too: every send asks it. */
+  private readonly departures: Departures;
   /** The world rank of each rank here; undefined for the world itself (where they are the same). */
   private readonly members: readonly number[] | undefined;
   private readonly userContext: number;
@@ -107,91 +83,23 @@ export class Communicator implements AsyncDisposable {
   /** @internal use `connect()` (and `split` for a sub-communicator) */
   constructor(env: JobEnv, scope?: SubScope) {
     this.env = env;
-    let base: number;
-    if (scope) {
-      this.router = scope.router;
-      this.members = scope.members;
-      this.rank = scope.rank;
-      this.size = scope.members.length;
-      base = scope.base;
-      this.endContext = base + SUB_CONTEXTS;
-      scope.router.addCommunicator(base, scope.members);
-    } else {
-      this.router = new Router(env.rank, env.size);
-      this.members = undefined;
-      this.rank = env.rank;
-      this.size = env.size;
-      base = 0;
-      this.endContext = WORLD_CONTEXTS;
-    }
+    this.router = scope ? scope.router : new Router(env.rank, env.size);
+    this.members = scope?.members;
+    this.rank = scope ? scope.rank : env.rank;
+    this.size = scope ? scope.members.length : env.size;
+    const base = scope ? scope.base : 0;
+    this.endContext = scope ? base + SUB_CONTEXTS : WORLD_CONTEXTS;
+    scope?.router.addCommunicator(base, scope.members);
+    this.departures = this.router.departures;
     this.userContext = base + CONTEXT.user;
     this.collectiveContext = base + CONTEXT.collective;
     this.nextContext = base + CONTEXT.firstFree;
-    this.channel = this.channelIn(this.collectiveContext);
-  }
-
-  /**
-   * The collective channel of `context`. It counts the collectives begun here, which every other rank learns
-   * when this one closes its world; a rank of this communicator that closed having begun fewer than the one
-   * this rank is in will never join it (a collective called on only some ranks), so that one, and every later
-   * one, rejects with RankFailedError naming it, instead of waiting for good. Collectives run one at a time per
-   * rank and communicator, so the one a receive belongs to is the last begun. Only the world's collectives are
-   * counted so: a job may make a million communicators, and every rank's close would carry all their counts.
-   */
-  private channelIn(context: number): CollectiveChannel {
-    let seq = 0;
-    let begun = 0;
-    /** The member that closed having begun the fewest collectives here, and how many. */
-    let leaver: { rank: number; begun: number } | undefined;
-    // (No counts in the message: a collective may take several sequence numbers, which are what is counted.)
-    const leftError = (call: string) => {
-      const { rank } = leaver as { rank: number; begun: number };
-      return new RankFailedError(
-        rank,
-        `${call}: rank ${rank} closed its world without joining this collective, and so never will: every rank ` +
-          "must call the same collectives, in the same order",
-      );
-    };
-    if (!this.members) {
-      this.router.trackProgress(context, () => begun);
-      this.onLeave((rank, progress) => {
-        const count = progress.get(context) ?? 0;
-        if (leaver && leaver.begun <= count) return;
-        leaver = { rank, begun: count };
-        // In a collective that rank never began: it, and every later one, can never end (the matcher then
-        // rejects every receive of this context); one it began may still end, and the next is refused below.
-        const n = begun - 1;
-        if (n >= count) this.router.matcher(context).fail(leftError);
-      });
-    }
-    return {
-      rank: this.rank,
-      size: this.size,
-      nextSequence: () => {
-        const tag = seq;
-        seq = (seq + 1) % SEQUENCE_WRAP;
-        begun++;
-        return tag;
-      },
-      send: (dest, tag, data, call, name) => {
-        if (leaver && begun - 1 >= leaver.begun) return Promise.reject(leftError(call));
-        return this.sendIn(context, dest, tag, data, call, name ?? "value");
-      },
-      recv: async (source, tag, signal, call) => {
-        if (leaver && begun - 1 >= leaver.begun) throw leftError(call);
-        return (await this.router.matcher(context).receive(source, tag, signal, call)).data;
-      },
-    };
-  }
-
-  /** The world rank of rank `r` of this communicator. */
-  private worldRank(r: number): number {
-    return this.members ? (this.members[r] as number) : r;
+    this.channel = collectiveChannel(this, this.router, this.collectiveContext, !this.members);
   }
 
   /** @internal The world rank of rank `rank` of this communicator (the launcher names ranks by it). */
   worldRankOf(rank: number): number {
-    return this.worldRank(rank);
+    return this.members ? (this.members[rank] as number) : rank;
   }
 
   /** @internal Marks this process busy (a pool run) for the idle watch (Router.hold); returns the release. */
@@ -240,11 +148,15 @@ export class Communicator implements AsyncDisposable {
     return this.router.failure;
   }
 
-  /** checkOpen, then RankFailedError once a rank of this communicator died: it can run no more collectives. */
-  private checkCollective(call: string): void {
+  /**
+   * The collective channel, for collective `call`: checkOpen, then RankFailedError once a rank of this
+   * communicator died: it can run no more collectives.
+   */
+  private channelFor(call: string): CollectiveChannel {
     this.checkOpen(call);
-    const dead = this.router.brokenBy(this.members);
-    if (dead !== undefined) throw this.router.deadError(dead, this.rankOf(dead), call, true);
+    const dead = this.departures.brokenBy(this.members);
+    if (dead !== undefined) throw this.departures.deadError(dead, this.rankOf(dead), call, true);
+    return this.channel;
   }
 
   /** This communicator's rank of world rank `r`; -1 if it is not a member. */
@@ -263,7 +175,7 @@ export class Communicator implements AsyncDisposable {
 
   /** @internal World rank `rank` closed its world, having begun `progress` ([context, count] pairs). */
   peerLeft(rank: number, progress: readonly [number, number][]): void {
-    this.router.left(rank, progress);
+    this.departures.left(rank, progress);
   }
 
   /**
@@ -272,7 +184,7 @@ export class Communicator implements AsyncDisposable {
    * process learnt them, which is the same on every rank. Returns a function that removes it.
    */
   onPeerDeath(listener: (rank: number, why: string) => void): () => void {
-    return this.router.onPeerDeath((rank, why) => {
+    return this.departures.onPeerDeath((rank, why) => {
       const here = this.rankOf(rank);
       if (here >= 0) listener(here, why);
     });
@@ -283,7 +195,7 @@ export class Communicator implements AsyncDisposable {
    * count when this one closes its world (`onLeave`).
    */
   trackProgress(context: number, count: () => number): void {
-    this.router.trackProgress(context, count);
+    this.departures.trackProgress(context, count);
   }
 
   /**
@@ -292,7 +204,7 @@ export class Communicator implements AsyncDisposable {
    * a function that removes it.
    */
   onLeave(listener: (rank: number, progress: ReadonlyMap<number, number>) => void): () => void {
-    return this.router.onLeave((rank, progress) => {
+    return this.departures.onLeave((rank, progress) => {
       const here = this.rankOf(rank);
       if (here >= 0) listener(here, progress);
     });
@@ -307,25 +219,7 @@ export class Communicator implements AsyncDisposable {
    * from it, which rejects with RankFailedError if it dies first: then they look again.
    */
   get deadRanks(): readonly number[] {
-    return this.router.deadRanks.map((r) => this.rankOf(r)).filter((r) => r >= 0);
-  }
-
-  private checkRank(call: string, what: string, r: unknown, allowAny: boolean): void {
-    if (allowAny && r === ANY) return;
-    if (typeof r !== "number" || !Number.isInteger(r) || r < 0 || r >= this.size) {
-      throw new InvalidArgumentError(
-        `${call}: ${what} must be an integer rank in 0..${this.size - 1}${allowAny ? " or ANY" : ""}; got ${describe(r)}`,
-      );
-    }
-  }
-
-  private checkTag(call: string, what: string, t: unknown, allowAny: boolean): void {
-    if (allowAny && t === ANY) return;
-    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > MAX_TAG) {
-      throw new InvalidArgumentError(
-        `${call}: ${what} must be an integer in 0..${MAX_TAG}${allowAny ? " or ANY" : ""}; got ${describe(t)}`,
-      );
-    }
+    return this.departures.deadRanks.map((r) => this.rankOf(r)).filter((r) => r >= 0);
   }
 
   /**
@@ -336,7 +230,7 @@ export class Communicator implements AsyncDisposable {
     try {
       this.checkAlive(dest, call, context === this.collectiveContext);
       const bytes = encodeMessage(this.rank, context, tag, data, call, name);
-      return this.router.hand(this.worldRank(dest), bytes, true, call) ?? RESOLVED;
+      return this.router.hand(this.worldRankOf(dest), bytes, true, call) ?? RESOLVED;
     } catch (e) {
       return Promise.reject(e);
     }
@@ -344,8 +238,8 @@ export class Communicator implements AsyncDisposable {
 
   /** Throws RankFailedError naming `call` if rank `dest` of this communicator died. */
   private checkAlive(dest: number, call: string, collective = false): void {
-    const w = this.worldRank(dest);
-    if (this.router.isDead(w)) throw this.router.deadError(w, dest, call, collective);
+    const w = this.worldRankOf(dest);
+    if (this.departures.isDead(w)) throw this.departures.deadError(w, dest, call, collective);
   }
 
   /**
@@ -358,8 +252,8 @@ export class Communicator implements AsyncDisposable {
     // Not `async`: on the hot path that would add a promise and several microtask turns per message.
     try {
       this.checkOpen("send");
-      this.checkRank("send", "dest", dest, false);
-      this.checkTag("send", "tag", tag, false);
+      checkRank("send", "dest", dest, false, this.size);
+      checkTag("send", "tag", tag, false);
       return this.sendIn(this.userContext, dest, tag, data, "send");
     } catch (e) {
       return Promise.reject(e);
@@ -373,8 +267,8 @@ export class Communicator implements AsyncDisposable {
       this.checkOpen("recv");
       const source = opts.source ?? ANY;
       const tag = opts.tag ?? ANY;
-      this.checkRank("recv", "source", source, true);
-      this.checkTag("recv", "tag", tag, true);
+      checkRank("recv", "source", source, true, this.size);
+      checkTag("recv", "tag", tag, true);
       return this.router.matcher(this.userContext).receive(source, tag, opts.signal, "recv") as Promise<Message<T>>;
     } catch (e) {
       return Promise.reject(e);
@@ -391,15 +285,15 @@ export class Communicator implements AsyncDisposable {
   sendrecv<T = unknown>(dest: number, sendTag: number, data: unknown, opts: RecvOptions = {}): Promise<Message<T>> {
     try {
       this.checkOpen("sendrecv");
-      this.checkRank("sendrecv", "dest", dest, false);
-      this.checkTag("sendrecv", "sendTag", sendTag, false);
+      checkRank("sendrecv", "dest", dest, false, this.size);
+      checkTag("sendrecv", "sendTag", sendTag, false);
       const source = opts.source ?? ANY;
       const tag = opts.tag ?? ANY;
-      this.checkRank("sendrecv", "source", source, true);
-      this.checkTag("sendrecv", "tag", tag, true);
+      checkRank("sendrecv", "source", source, true, this.size);
+      checkTag("sendrecv", "tag", tag, true);
       this.checkAlive(dest, "sendrecv");
       const bytes = encodeMessage(this.rank, this.userContext, sendTag, data, "sendrecv");
-      const sent = this.router.hand(this.worldRank(dest), bytes, true, "sendrecv") ?? RESOLVED;
+      const sent = this.router.hand(this.worldRankOf(dest), bytes, true, "sendrecv") ?? RESOLVED;
       const received = this.router.matcher(this.userContext).receive(source, tag, opts.signal, "sendrecv");
       return Promise.all([sent, received]).then(([, m]) => m as Message<T>);
     } catch (e) {
@@ -411,8 +305,8 @@ export class Communicator implements AsyncDisposable {
   tryRecv<T = unknown>(opts: Omit<RecvOptions, "signal"> = {}): Message<T> | undefined {
     const source = opts.source ?? ANY;
     const tag = opts.tag ?? ANY;
-    this.checkRank("tryRecv", "source", source, true);
-    this.checkTag("tryRecv", "tag", tag, true);
+    checkRank("tryRecv", "source", source, true, this.size);
+    checkTag("tryRecv", "tag", tag, true);
     return this.router.matcher(this.userContext).take(source, tag) as Message<T> | undefined;
   }
 
@@ -423,44 +317,37 @@ export class Communicator implements AsyncDisposable {
 
   /** Resolves when every rank has called `barrier`. */
   async barrier(opts?: CollectiveOptions): Promise<void> {
-    this.checkCollective("barrier");
-    return coll.barrier(this.channel, opts);
+    return coll.barrier(this.channelFor("barrier"), opts);
   }
 
   /** Every rank gets `value` as given on `root` (the other ranks' `value` is ignored). */
   async bcast<T>(value: T, root = 0, opts?: CollectiveOptions): Promise<T> {
-    this.checkCollective("bcast");
-    return coll.bcast(this.channel, value, root, opts);
+    return coll.bcast(this.channelFor("bcast"), value, root, opts);
   }
 
   /** Combines every rank's value with `op` in rank order; the result on `root`, undefined elsewhere. */
   async reduce<T>(value: T, op: ReduceOp<T>, root = 0, opts?: CollectiveOptions): Promise<T | undefined> {
-    this.checkCollective("reduce");
-    return coll.reduce(this.channel, value, op, root, opts);
+    return coll.reduce(this.channelFor("reduce"), value, op, root, opts);
   }
 
   /** Like `reduce`, with the result on every rank. */
   async allreduce<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
-    this.checkCollective("allreduce");
-    return coll.allreduce(this.channel, value, op, opts);
+    return coll.allreduce(this.channelFor("allreduce"), value, op, opts);
   }
 
   /** Every rank's value, indexed by rank, on `root`; undefined elsewhere. */
   async gather<T>(value: T, root = 0, opts?: CollectiveOptions): Promise<T[] | undefined> {
-    this.checkCollective("gather");
-    return coll.gather(this.channel, value, root, opts);
+    return coll.gather(this.channelFor("gather"), value, root, opts);
   }
 
   /** Every rank's value, indexed by rank, on every rank. */
   async allgather<T>(value: T, opts?: CollectiveOptions): Promise<T[]> {
-    this.checkCollective("allgather");
-    return coll.allgather(this.channel, value, opts);
+    return coll.allgather(this.channelFor("allgather"), value, opts);
   }
 
   /** Rank r gets `values[r]` from `root` (`values` is read on the root only). */
   async scatter<T>(values: readonly T[] | undefined, root = 0, opts?: CollectiveOptions): Promise<T> {
-    this.checkCollective("scatter");
-    return coll.scatter(this.channel, values, root, opts);
+    return coll.scatter(this.channelFor("scatter"), values, root, opts);
   }
 
   /**
@@ -468,14 +355,12 @@ export class Communicator implements AsyncDisposable {
    * indexed by source rank (`result[rank]` is this rank's own `values[rank]`), like MPI_Alltoall.
    */
   async alltoall<T>(values: readonly T[], opts?: CollectiveOptions): Promise<T[]> {
-    this.checkCollective("alltoall");
-    return coll.alltoall(this.channel, values, opts);
+    return coll.alltoall(this.channelFor("alltoall"), values, opts);
   }
 
   /** Inclusive prefix, like MPI_Scan: rank r gets the values of ranks 0..r combined with `op` in rank order. */
   async scan<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
-    this.checkCollective("scan");
-    return coll.scan(this.channel, value, op, opts);
+    return coll.scan(this.channelFor("scan"), value, op, opts);
   }
 
   /**
@@ -483,8 +368,7 @@ export class Communicator implements AsyncDisposable {
    * order; rank 0 gets undefined.
    */
   async exscan<T>(value: T, op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T | undefined> {
-    this.checkCollective("exscan");
-    return coll.exscan(this.channel, value, op, opts);
+    return coll.exscan(this.channelFor("exscan"), value, op, opts);
   }
 
   /**
@@ -493,8 +377,7 @@ export class Communicator implements AsyncDisposable {
    * element-wise by the built-in ops.
    */
   async reduceScatter<T>(values: readonly T[], op: ReduceOp<T>, opts?: CollectiveOptions): Promise<T> {
-    this.checkCollective("reduceScatter");
-    return coll.reduceScatter(this.channel, values, op, opts);
+    return coll.reduceScatter(this.channelFor("reduceScatter"), values, op, opts);
   }
 
   /**
@@ -509,30 +392,15 @@ export class Communicator implements AsyncDisposable {
    * rejects with InvalidArgumentError.
    */
   async split(color: number | undefined, key = 0, opts?: CollectiveOptions): Promise<this | undefined> {
-    this.checkCollective("split");
-    checkSplitArguments(color, key);
-    const router = this.router;
-    if (router.splitting) {
-      throw new InvalidArgumentError(
-        "split: another split is running on this process; split one communicator at a time (await each split)",
-      );
-    }
-    router.splitting = true;
-    try {
-      const plan = await planSplit(this.channel, color, key, router.nextBlock, opts);
-      router.nextBlock = plan.nextBlock;
-      if (!plan.members) return undefined;
-      // Of this one's class: a World's split is a World, with pools and loops.
-      const Same = this.constructor as new (env: JobEnv, scope: SubScope) => this;
-      return new Same(this.env, {
-        router,
-        members: plan.members.map((r) => this.worldRank(r)),
-        rank: plan.members.indexOf(this.rank),
-        base: plan.base,
-      });
-    } finally {
-      router.splitting = false;
-    }
+    return runSplit(this.router, this.channelFor("split"), this.rank, this.members, color, key, opts, (scope) =>
+      this.sameKind(scope),
+    );
+  }
+
+  /** A communicator of this one's class in `scope`: a World's split (or shrink) is a World, with pools and loops. */
+  private sameKind(scope: SubScope): this {
+    const Same = this.constructor as new (env: JobEnv, scope: SubScope) => this;
+    return new Same(this.env, scope);
   }
 
   /**
@@ -555,28 +423,9 @@ export class Communicator implements AsyncDisposable {
       throw new InvalidArgumentError("shrink: only the world shrinks; call it on the world from connect()");
     }
     if (!hasLauncher()) return (await this.split(0, this.rank)) as this;
-    const router = this.router;
-    const n = ++router.shrinks;
-    const answer = new Promise<{ dead: readonly number[]; base: number }>((resolve) => {
-      // An answer already delivered is replayed inside onShrunk, before it returns the remover.
-      const sub: { off?: () => void; done?: boolean } = {};
-      sub.off = onShrunk((k, dead, base) => {
-        if (k !== n || sub.done) return;
-        sub.done = true;
-        sub.off?.();
-        resolve({ dead, base });
-      });
-      if (sub.done) sub.off();
-    });
-    report({ t: "shrink", n, b: router.nextBlock });
-    const { dead, base } = await answer;
+    const answer = await askShrink(this.router);
     this.checkOpen("shrink");
-    const gone = new Set(dead);
-    const members: number[] = [];
-    for (let r = 0; r < this.size; r++) if (!gone.has(r)) members.push(r);
-    router.nextBlock = Math.max(router.nextBlock, base + SUB_CONTEXTS);
-    const Same = this.constructor as new (env: JobEnv, scope: SubScope) => this;
-    return new Same(this.env, { router, members, rank: members.indexOf(this.rank), base });
+    return this.sameKind(survivorScope(this.router, answer, this.size, this.rank));
   }
 
   /** @internal How many contexts `allocateContext` has handed out (pools made on this communicator). */
@@ -609,7 +458,7 @@ export class Communicator implements AsyncDisposable {
 
   /** @internal send in a private context (pools); no argument checks. One for a rank that died is dropped. */
   post(context: number, dest: number, tag: number, data: unknown): Promise<void> {
-    if (this.router.isDead(this.worldRank(dest))) return RESOLVED;
+    if (this.departures.isDead(this.worldRankOf(dest))) return RESOLVED;
     return this.sendIn(context, dest, tag, data, "pool", "data");
   }
 
@@ -623,7 +472,7 @@ export class Communicator implements AsyncDisposable {
    * rank that died, is dropped.
    */
   postEncoded(dest: number, bytes: Buffer): void {
-    this.router.handLate(this.worldRank(dest), bytes);
+    this.router.handLate(this.worldRankOf(dest), bytes);
   }
 
   /**
@@ -647,90 +496,4 @@ export class Communicator implements AsyncDisposable {
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
   }
-}
-
-/**
- * Joins the job this process was started in: by `workpool launch` (on this host or several), or directly by
- * Open MPI's `mpirun` or Slurm's `srun` (lib/comm/foreign.ts reads their variables; docs/hosts.md). Run without
- * a launcher, it resolves to a world of size 1. `make` builds the world from the job's environment (World's
- * `connect()` in lib/world.ts calls this once and keeps the promise).
- */
-export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W): Promise<W> {
-  // Started by mpirun or srun rather than `workpool launch`: this process's rank 0 serves the rendezvous.
-  const launch = detectForeignLaunch();
-  const meeting = launch && launch.size > 1 ? await meetForeignJob(launch) : undefined;
-  const env = meeting?.env ?? readJobEnv();
-  // The job's key is this process's to use, not its children's: a process the app starts is no rank.
-  delete process.env[ENV.key];
-  const world = make(env);
-  if (env.size === 1 && !env.rendezvous) {
-    // `workpool launch -n 1` serves no rendezvous: a world of one has no connection to make. Its rank is still
-    // held to close(), as every rank of a launched job is: an app that passes at -n 1 then runs on -n 16 too.
-    if (env.job !== "local") requireClose(world, env);
-    return world;
-  }
-  const rendezvous = env.rendezvous as string;
-  const key = env.key;
-  if (key) checkCurve();
-  let transport: Transport | undefined;
-  try {
-    const timeoutMs = connectTimeoutMs();
-    const address =
-      env.transport === "ipc"
-        ? `ipc://${env.ipcDir}/r${env.rank}`
-        : tcpEndpoint(env.host ?? (await addressFacing(tcpHost(rendezvous) ?? "127.0.0.1")), "*");
-    transport = await Transport.bind(address, key, world.onFrame, (e) => world.fail(e));
-    const endpoints = await joinRendezvous(
-      rendezvous,
-      key,
-      { rank: env.rank, endpoint: transport.endpoint, pid: process.pid, host: hostname() },
-      timeoutMs,
-      undefined,
-      // Under mpirun or srun, rank 0 chose the address it serves at; other hosts may not reach it.
-      meeting && env.rank !== 0
-        ? `. Under mpirun or srun, ${ENV.rendezvous}=tcp://HOST:PORT (HOST: an address of rank 0's host that ` +
-            "every host reaches) chooses where rank 0 serves"
-        : "",
-    );
-    transport.setPeers(endpoints);
-  } catch (e) {
-    // Its bound inbox would keep the process alive, though an app that catches this has no world to use; so
-    // would the rendezvous that rank 0 serves under mpirun or srun.
-    await transport?.close();
-    meeting?.abandon();
-    throw e;
-  }
-  world.attach(transport);
-  if (env.size > 1) {
-    // Deaths the launcher survives (a pool with retries asked it to): the world goes on among the others.
-    onRankDeath((rank, why) => world.peerDied(rank, why));
-    onRankLeft((rank, progress) => world.peerLeft(rank, progress));
-    requireClose(world, env);
-  }
-  return world;
-}
-
-/**
- * close() is collective: a rank that ends without it would leave the others waiting there for good, so such an
- * end is a failure, with a message the launcher passes on when it brings the job down.
- */
-function requireClose(world: Communicator, env: JobEnv): void {
-  process.once("exit", (code) => {
-    // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
-    if (code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
-    const failure = world.failure;
-    if (failure) {
-      // The app caught the failure and ended normally: the others would wait for this rank for good.
-      process.stderr.write(`workpool: ${failure.message}\n`);
-      process.exitCode = 1;
-      return;
-    }
-    if (world.isClosed) return;
-    const others = env.size === 1 ? "on more ranks, the others would wait there" : "the others wait there";
-    process.stderr.write(
-      `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +
-        `collective, like MPI_Finalize: ${others} for this rank)\n`,
-    );
-    process.exitCode = 1;
-  });
 }

@@ -10,7 +10,7 @@ import test from "ava";
 import { decodeFrame, encodeMessage } from "../../lib/comm/codec.ts";
 import * as coll from "../../lib/comm/collectives.ts";
 import { Matcher } from "../../lib/comm/matcher.ts";
-import { SUB_CONTEXTS, WORLD_CONTEXTS } from "../../lib/comm/router.ts";
+import { SUB_CONTEXTS, WORLD_CONTEXTS } from "../../lib/comm/contexts.ts";
 import { planSplit } from "../../lib/comm/split.ts";
 import { seededRandom } from "../../lib/pool/partner/random.ts";
 

@@ -22,18 +22,16 @@ import { createServer, type Server } from "node:net";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import test, { type ExecutionContext } from "ava";
+import { meetForeignJob, reachableAddress } from "../../lib/comm/foreign.ts";
+import { detectForeignLaunch, type ForeignLaunch } from "../../lib/comm/foreign-launch.ts";
+import { writeMeetingFile } from "../../lib/comm/meeting-file.ts";
 import {
-  detectForeignLaunch,
-  type ForeignLaunch,
-  meetForeignJob,
   meetingFileName,
   planMeeting,
-  reachableAddress,
   SLURM_PORT_BASE,
   SLURM_PORT_SPAN,
   slurmRendezvousPort,
-  writeMeetingFile,
-} from "../../lib/comm/foreign.ts";
+} from "../../lib/comm/meeting-plan.ts";
 import { formatJobKey, makeJobKey } from "../../lib/comm/job-key.ts";
 import { expandNodelist } from "../../lib/comm/nodelist.ts";
 import { joinRendezvous } from "../../lib/comm/rendezvous.ts";

@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
-import { meetingFileName } from "../../lib/comm/foreign.ts";
+import { meetingFileName } from "../../lib/comm/meeting-plan.ts";
 import { formatJobKey, makeJobKey } from "../../lib/comm/job-key.ts";
 import { tempFolder } from "../helpers/folders.ts";
 import { FOREIGN_HELLO, NODE, oneJobOfFour, shortestPaths, throwing, twoJobsAtOnce, uts } from "../helpers/foreign.ts";

@@ -7,7 +7,7 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
-import { meetingFileName, slurmRendezvousPort } from "../../lib/comm/foreign.ts";
+import { meetingFileName, slurmRendezvousPort } from "../../lib/comm/meeting-plan.ts";
 import { formatJobKey, makeJobKey } from "../../lib/comm/job-key.ts";
 import { tempFolder } from "../helpers/folders.ts";
 import { FOREIGN_HELLO, NODE, oneJobOfFour, shortestPaths, throwing, twoJobsAtOnce, uts } from "../helpers/foreign.ts";

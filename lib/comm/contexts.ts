@@ -1,0 +1,15 @@
+/**
+ * Message contexts are u32 numbers, like MPI communicator contexts: traffic in one never matches receives in
+ * another. Each communicator owns a block of them: its point-to-point context, its collective context, then
+ * one per pool it makes. The world's block is [0, WORLD_CONTEXTS); a sub-communicator's (World#split) is
+ * SUB_CONTEXTS long, above the world's. The largest u32 is `close`'s own.
+ */
+export const CONTEXT = { user: 0, collective: 1, firstFree: 2 } as const;
+export const WORLD_CONTEXTS = 2 ** 24;
+export const SUB_CONTEXTS = 2 ** 12;
+export const CLOSE_CONTEXT = 2 ** 32 - 1;
+
+/** The index of the block of SUB_CONTEXTS contexts (of a communicator from split) that `context` is in. */
+export function blockOf(context: number): number {
+  return Math.floor((context - WORLD_CONTEXTS) / SUB_CONTEXTS);
+}
