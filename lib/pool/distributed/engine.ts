@@ -14,6 +14,7 @@ import { TERMINATION_DETECTORS } from "../termination/registry.ts";
 import { spanningTree } from "../topology.ts";
 import { EVENT_LOOP_TIMERS, type Timers } from "../timers.ts";
 import type { TaskContext, TaskHandler } from "../types.ts";
+import { Outbox } from "./outbox.ts";
 import { type EngineMessage, type Protocol, protocolFor, ROOT } from "./protocol.ts";
 
 const epochNow = (): number => performance.timeOrigin + performance.now();
@@ -55,19 +56,14 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private readonly pinnedTag: number;
   /** The locality keys of the tasks this rank ran last (both queues note them as they pop). */
   private readonly recent = new RecentKeys();
-  /**
-   * Pinned tasks waiting to leave, by destination rank (made on the first put for that rank: size x size
-   * batches up front would be a million objects at 1024 ranks), and the ranks whose batch is not empty.
-   */
-  private readonly outboxes: (TaskBatch<T> | undefined)[] = [];
-  private readonly outDests: number[] = [];
+  /** Pinned tasks waiting to leave for other ranks. */
+  private readonly outbox: Outbox<T>;
   private finished = false;
   /** A task here called ctx.stop; the root's STOPPED will end the run. */
   private stopping = false;
   private parked = false;
   /** From taking a task (`next`) to the step after it (`afterTask`): a task is running here. */
   private inTask = false;
-  private flushScheduled = false;
   /** Before its first task, waiting on the balancer's offers (`open`). */
   private gated = false;
 
@@ -93,6 +89,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     detection ??= TERMINATION_DETECTORS[config.termination];
     this.protocol = protocolFor(initiation, detection);
     this.pinnedTag = this.tagOf("pinned");
+    this.outbox = new Outbox<T>(timers, this.sendPinned, this.flushSoon);
     const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed, config.topology);
     this.balancer = initiation.create(this, partner);
     this.detector = detection.create(this);
@@ -318,10 +315,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   /** Sends the pinned tasks waiting for other ranks (end of a slice). */
   flush(): void {
-    const dests = this.outDests;
-    if (dests.length === 0) return;
-    for (let i = 0; i < dests.length; i++) this.flushTo(dests[i] as number);
-    dests.length = 0;
+    this.outbox.flush();
   }
 
   /** The queues ran dry: flushes, lets the balancer act; true if there is work again. */
@@ -356,36 +350,23 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private enqueue(task: T, priority: number, to: number | undefined, key: TaskKey | undefined): void {
     if (to === undefined) this.movableQueue.push(task, priority, key);
     else if (to === this.rt.rank) this.pinnedQueue.push(task, priority, key);
-    else {
-      let batch = this.outboxes[to];
-      if (batch === undefined) this.outboxes[to] = batch = new TaskBatch<T>();
-      if (batch.size === 0) this.outDests.push(to);
-      if (!this.flushScheduled) {
-        // Sync handlers flush at the end of their slice; this catches puts made during an await.
-        this.flushScheduled = true;
-        this.timers.soon(this.flushSoon);
-      }
-      if (batch.add(task, priority, key)) this.flushTo(to);
-    }
+    else this.outbox.add(to, task, priority, key);
   }
 
   private readonly flushSoon = (): void => {
-    this.flushScheduled = false;
-    if (this.finished || this.outDests.length === 0) return;
+    if (this.finished) return;
     try {
-      this.flush();
+      this.outbox.flush();
     } catch (e) {
       this.fail(e as Error);
     }
   };
 
-  private flushTo(dest: number): void {
-    const batch = this.outboxes[dest];
-    if (batch === undefined || batch.size === 0) return;
+  private readonly sendPinned = (dest: number, batch: TaskBatch<T>): void => {
     const n = batch.size;
     this.sendTasks(dest, this.pinnedTag, batch);
     this.rt.count("pinnedSent", n);
-  }
+  };
 
   /** Sends one task message and tells the detector (after the send: a task that cannot be encoded throws). */
   private sendTasks(dest: number, tag: number, batch: TaskBatch<T>): void {
@@ -490,8 +471,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   private finish(lastActivityAt: number, result: WireResult): void {
     this.rt.results.final = result;
-    let left = this.load;
-    for (const d of this.outDests) left += (this.outboxes[d] as TaskBatch<T>).size;
+    const left = this.load + this.outbox.waiting;
     // Nothing can wake a rank once the pool has terminated, so every rank is parked when DONE arrives.
     const active = !this.parked;
     const { counters } = this.rt.stats;
