@@ -106,7 +106,7 @@ export class Transport {
   /**
    * Binds this rank's inbox. `onFrame` gets every received frame in arrival order: `onFrame(frame)` for a
    * frame, `onFrame(header, body)` for a message that travelled split. Every connection, both ways, is
-   * authenticated and encrypted with the job's `key` (keys.ts); none without one (`--insecure`).
+   * authenticated and encrypted with the job's `key` (job-key.ts); none without one (`--insecure`).
    */
   static async bind(
     address: string,
