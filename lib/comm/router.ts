@@ -459,7 +459,9 @@ export class Router {
   private tellLeaving(): void {
     if (this.failureCause || this.size === 1) return;
     // A context with nothing begun is left out: a rank that never made the pool has begun none of its runs.
-    const progress = [...this.progress].map(([context, count]) => [context, count()]).filter(([, n]) => n !== 0);
+    const progress = [...this.progress]
+      .map(([context, count]) => [context, count()] as const)
+      .filter(([, n]) => n !== 0);
     report({ t: "leaving", p: progress });
   }
 
