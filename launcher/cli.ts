@@ -383,7 +383,10 @@ export async function main(argv: string[]): Promise<number> {
         return 0;
       case "compare": {
         // Loaded only for this command: `workpool launch` starts faster without it.
-        const { parseCompareArgs, runCompare } = await import("./compare/compare.ts");
+        const [{ parseCompareArgs }, { runCompare }] = await Promise.all([
+          import("./compare/options.ts"),
+          import("./compare/compare.ts"),
+        ]);
         const opts = parseCompareArgs(rest, MAX_RANKS);
         if (opts === "help") {
           process.stdout.write(await compareHelp());

@@ -1,13 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { writeSync } from "node:fs";
 import { createServer, type AddressInfo, type Server, type Socket } from "node:net";
-import { parseControlAddress, tcpEndpoint } from "../lib/internal-start.ts";
-
-/**
- * One record on a control channel (lib/control/channel.ts lists them): from a rank, `t` is error, stats, trace,
- * progress, beat, tolerate or redealt; to a rank, refused or dead.
- */
-export type ControlRecord = Readonly<Record<string, unknown>>;
+import { type LauncherRecord, parseControlAddress, tcpEndpoint, type UncheckedRecord } from "../lib/internal-start.ts";
 
 export interface ControlServerOptions {
   /** `ipc://PATH` or `tcp://HOST:PORT` (port 0: any free port). */
@@ -16,8 +10,11 @@ export interface ControlServerOptions {
   readonly size: number;
   /** The job's secret; a connection whose hello does not carry it is refused. */
   readonly token: string;
-  /** Called for every report, in the order each rank sent them. */
-  readonly onRecord: (rank: number, record: ControlRecord) => void;
+  /**
+   * Called for every report, in the order each rank sent them: a JSON object, not checked yet (the records are
+   * lib/control/records.ts's; record-dispatch.ts reads them).
+   */
+  readonly onRecord: (rank: number, record: UncheckedRecord) => void;
   /**
    * How long a connection may stay without saying hello before it is dropped, in ms.
    * @default DEFAULT_HELLO_DEADLINE_MS
@@ -115,7 +112,7 @@ export class ControlServer {
    * rank in `skip`: a rank about to exit may not read what is written to it, and a socket closed with unread
    * data resets the connection, which throws away what that rank wrote last and was not read here yet.
    */
-  broadcast(record: ControlRecord, skip?: ReadonlySet<number>): void {
+  broadcast(record: LauncherRecord, skip?: ReadonlySet<number>): void {
     const text = `${JSON.stringify(record)}\n`;
     this.broadcasts.push(text);
     for (const [socket, rank] of this.ranks) if (!skip?.has(rank)) this.send(socket, Buffer.from(text));
@@ -273,7 +270,7 @@ export class ControlServer {
             watch !== true ? watch : this.watchers.size >= MAX_WATCHERS ? `${MAX_WATCHERS} watchers already` : "";
           if (no !== "") {
             refused = true;
-            socket.end(`${JSON.stringify({ t: "refused", reason: no })}\n`);
+            socket.end(refusal(no));
             return;
           }
           this.watchers.add(socket);
@@ -285,7 +282,7 @@ export class ControlServer {
         const why = this.hello(line);
         if (typeof why === "string") {
           refused = true;
-          socket.end(`${JSON.stringify({ t: "refused", reason: why })}\n`);
+          socket.end(refusal(why));
           return;
         }
         rank = why;
@@ -358,10 +355,16 @@ export class ControlServer {
     if (record === null || typeof record !== "object") return;
     // A report that cannot be handled (its file cannot be written) is lost, never the job or the connection.
     try {
-      this.opts.onRecord(rank, record as ControlRecord);
+      this.opts.onRecord(rank, record as UncheckedRecord);
     } catch (e) {
-      const kind = JSON.stringify((record as ControlRecord).t);
+      const kind = JSON.stringify((record as UncheckedRecord).t);
       process.stderr.write(`workpool: warning: rank ${rank}'s ${kind} report was lost: ${(e as Error).message}\n`);
     }
   }
+}
+
+/** The line that tells a connection why it is not accepted, before it is closed. */
+function refusal(reason: string): string {
+  const record: LauncherRecord = { t: "refused", reason };
+  return `${JSON.stringify(record)}\n`;
 }

@@ -14,6 +14,14 @@ export const MIN_HEARTBEAT_SECONDS = 1;
 export const BEATS_PER_TIMEOUT = 6;
 
 /**
+ * How often a rank beats (WORKPOOL_HEARTBEAT_MS), and the watchdog checks the ranks (watchdog.ts), for a
+ * heartbeat timeout of `heartbeatMs`.
+ */
+export function beatIntervalMs(heartbeatMs: number): number {
+  return Math.max(1, Math.floor(heartbeatMs / BEATS_PER_TIMEOUT));
+}
+
+/**
  * Before its first record, a rank started through an agent gets at least this long (from its start): an agent
  * that hangs (a host that does not answer ssh without a connect timeout) would otherwise hold the job for ever.
  */

@@ -1,12 +1,10 @@
-import type { ControlRecord } from "./control-server.ts";
+import type { DeadRecord, RedealtRecord } from "../lib/internal-start.ts";
 
 export interface SurvivalOptions {
-  /** The number of ranks. */
-  readonly size: number;
   /** How a message names a rank (with its host when it is remote). */
   readonly where: (rank: number) => string;
   /** Sends a record to every rank, in the same order to each (ControlServer.broadcast). */
-  readonly broadcast: (record: ControlRecord) => void;
+  readonly broadcast: (record: DeadRecord) => void;
   /** Where its lines go while the job runs (stderr, around the progress line). */
   readonly write: (text: string) => void;
 }
@@ -29,7 +27,7 @@ export class Survival {
    * What pools re-dealt of each rank (`pool1 re-dealt 37 tasks`). Kept for a rank not known dead yet too: a pool
    * may learn of a death on another host before the launcher does.
    */
-  private readonly redealt = new Map<number, string[]>();
+  private readonly redeals = new Map<number, string[]>();
   /** Survived deaths whose line is printed. */
   private readonly told = new Set<number>();
   /** Survived deaths whose line is due at the end of this turn of the event loop. */
@@ -47,60 +45,30 @@ export class Survival {
     return this.deaths.has(rank);
   }
 
-  /** Takes a tolerate or redealt record from `rank`; false for any other record. */
-  read(rank: number, record: ControlRecord): boolean {
-    if (record.t === "tolerate") this.tolerate(rank, record);
-    else if (record.t === "redealt") this.reportRedeal(rank, record);
-    else return false;
-    return true;
+  /** A tolerate record's `essential` ranks (checked: lib/control/records.ts), from any rank. */
+  tolerate(essential: readonly number[]): void {
+    this.tolerating = true;
+    for (const r of essential) this.essential.add(r);
+  }
+
+  /** A redealt record (checked), from any rank: a pool re-dealt the tasks `rank` held. */
+  redealt({ pool, rank, tasks }: RedealtRecord): void {
+    const said = this.redeals.get(rank) ?? [];
+    said.push(`${pool} re-dealt ${tasks} task${tasks === 1 ? "" : "s"}`);
+    this.redeals.set(rank, said);
+    if (this.deaths.has(rank)) this.tellSoon(rank);
   }
 
   /** `rank` died, `why` (`killed by SIGKILL`, `exit code 3`, `sent no heartbeat for 2 s`): tells every live rank. */
   died(rank: number, why: string): void {
     this.deaths.set(rank, why);
     this.opts.broadcast({ t: "dead", rank, why });
-    if (this.redealt.has(rank)) this.tellSoon(rank);
+    if (this.redeals.has(rank)) this.tellSoon(rank);
   }
 
   /** At the end of the job: one line, through `write`, for each survived death not told yet. */
   finish(write: (text: string) => void): void {
     for (const rank of this.deaths.keys()) this.tell(rank, "went", write);
-  }
-
-  private tolerate(from: number, record: ControlRecord): void {
-    const { essential } = record;
-    const isRank = (r: unknown) => typeof r === "number" && Number.isInteger(r) && r >= 0 && r < this.opts.size;
-    if (!Array.isArray(essential) || !essential.every(isRank)) {
-      this.opts.write(
-        `workpool: rank ${from} sent a tolerate record whose \`essential\` is not a list of ranks in ` +
-          `0..${this.opts.size - 1}: ${JSON.stringify(record)}; ignored (any rank's death still ends the job)\n`,
-      );
-      return;
-    }
-    this.tolerating = true;
-    for (const r of essential as number[]) this.essential.add(r);
-  }
-
-  private reportRedeal(from: number, record: ControlRecord): void {
-    const { pool, rank, tasks } = record;
-    if (
-      typeof pool !== "string" ||
-      typeof rank !== "number" ||
-      !Number.isInteger(rank) ||
-      typeof tasks !== "number" ||
-      !Number.isInteger(tasks) ||
-      tasks < 0
-    ) {
-      this.opts.write(
-        `workpool: rank ${from} sent a redealt record without a pool name, a rank and a task count: ` +
-          `${JSON.stringify(record)}; ignored\n`,
-      );
-      return;
-    }
-    const said = this.redealt.get(rank) ?? [];
-    said.push(`${pool} re-dealt ${tasks} task${tasks === 1 ? "" : "s"}`);
-    this.redealt.set(rank, said);
-    if (this.deaths.has(rank)) this.tellSoon(rank);
   }
 
   /**
@@ -116,7 +84,7 @@ export class Survival {
   private tell(rank: number, tense: "goes" | "went", write: (text: string) => void): void {
     if (this.told.has(rank)) return;
     this.told.add(rank);
-    const redealt = this.redealt.get(rank);
+    const redealt = this.redeals.get(rank);
     const head = `workpool: ${this.opts.where(rank)} died (${this.deaths.get(rank)}); the job ${tense} on without it`;
     write(`${redealt ? `${head}: ${redealt.join(", ")}` : head}\n`);
   }

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -30,4 +30,59 @@ export function mergeTrace(dir: string, np: number, file: string): number {
   }
   writeFileSync(file, JSON.stringify({ traceEvents: events, displayTimeUnit: "ms" }));
   return count;
+}
+
+/**
+ * A job's trace (`--trace`): the ranks' trace events, written to their parts in the job folder as they come,
+ * merged into the trace file at the end. A failed write loses those events, never the job: the first is a
+ * warning, the count comes at the end.
+ */
+export class TraceParts {
+  /** Trace events that could not be written to the job folder (EMFILE, a full disk): the trace lacks them. */
+  private lost: { events: number; ranks: Set<number> } | undefined;
+
+  /**
+   * Makes the folder `dir` for the parts; `file` is the trace to write at the end, `write` where warnings go
+   * while the job runs.
+   */
+  constructor(
+    readonly dir: string,
+    private readonly file: string,
+    private readonly write: (text: string) => void,
+  ) {
+    mkdirSync(dir);
+  }
+
+  /** Rank `rank`'s trace events, JSON lines (a trace record). */
+  append(rank: number, lines: string): void {
+    try {
+      appendFileSync(join(this.dir, `rank-${rank}.jsonl`), lines);
+    } catch (e) {
+      if (!this.lost) {
+        this.lost = { events: 0, ranks: new Set() };
+        this.write(
+          `workpool: warning: could not write rank ${rank}'s trace events to the job folder ` +
+            `(${(e as Error).message}); the job goes on, the trace ${this.file} will lack them\n`,
+        );
+      }
+      this.lost.events += lines.split("\n").filter((l) => l !== "").length;
+      this.lost.ranks.add(rank);
+    }
+  }
+
+  /** Once every rank has exited: merges the parts of `np` ranks into the trace; what fails is a warning on stderr. */
+  finish(np: number): void {
+    try {
+      mergeTrace(this.dir, np, this.file);
+      if (this.lost) {
+        const { events, ranks } = this.lost;
+        const which = [...ranks].sort((a, b) => a - b).join(", ");
+        process.stderr.write(
+          `workpool: warning: trace ${this.file} lacks ${events} events of rank${ranks.size === 1 ? "" : "s"} ${which} that could not be written\n`,
+        );
+      }
+    } catch (e) {
+      process.stderr.write(`workpool: warning: could not write trace ${this.file}: ${(e as Error).message}\n`);
+    }
+  }
 }

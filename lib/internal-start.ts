@@ -1,8 +1,9 @@
 /**
- * The internals a launcher needs to start a job's ranks: the job's environment, addresses, key, private folder
- * and control channel. Nothing here loads zeromq, msgpackr or the pools, so `workpool launch` starts its ranks
- * without waiting for them (the rendezvous and the pool options come from internal.ts, loaded when needed, as
- * they are not at -n 1). internal.ts re-exports all of it. Not part of the stable API.
+ * The internals a launcher needs to start a job's ranks: the job's environment, addresses, key, private folder,
+ * control channel and the records on it (control/records.ts). Nothing here loads zeromq, msgpackr or the pools,
+ * so `workpool launch` starts its ranks without waiting for them (the rendezvous and the pool options come from
+ * internal.ts, loaded when needed, as they are not at -n 1). internal.ts re-exports all of it. Not part of the
+ * stable API.
  */
 
 export type { TransportKind } from "./comm/env.ts";
@@ -14,3 +15,17 @@ export type { ControlAddress } from "./control/channel.ts";
 export { parseControlAddress } from "./control/channel.ts";
 export type { RankDeathListener } from "./control/deaths.ts";
 export { onRankDeath } from "./control/deaths.ts";
+export type {
+  DeadRecord,
+  LauncherRecord,
+  LeftRecord,
+  LivePool,
+  LiveSample,
+  Progress,
+  RankRecord,
+  RedealtRecord,
+  ShrunkRecord,
+  StatsReport,
+  UncheckedRecord,
+} from "./control/records.ts";
+export { readRankRecord } from "./control/records.ts";

@@ -1,4 +1,4 @@
-/** The data `workpool compare` gathers and reports (compare.ts measures, report-html.ts draws). */
+/** The data `workpool compare` gathers and reports (compare.ts runs, rows.ts measures, report-html.ts draws). */
 
 export interface CompareOptions {
   /** Rank counts to run every configuration at, ascending, no repeats (`-n 2,4,8`). */

@@ -1,4 +1,4 @@
-import type { ControlRecord } from "../control-server.ts";
+import type { LauncherRecord, LivePool, LiveSample, RankRecord } from "../../lib/internal-start.ts";
 
 /** The width of one column of the busy timeline (ms): the page and `top` show the last HISTORY_BINS of them. */
 export const BIN_MS = 500;
@@ -16,28 +16,6 @@ const RECENT_BINS = 4;
 /** One column of a rank's timeline: ms busy in handlers, ms in a run waiting for work, tasks done, ms sampled. */
 type Bin = [busyMs: number, waitMs: number, tasks: number, sampledMs: number];
 
-/** One pool's figures from one rank's last sample (live.ts `PoolTotals`). */
-interface PoolFigures {
-  readonly pool: string;
-  readonly run: number;
-  readonly active: boolean;
-  readonly mode: string;
-  readonly strategy: string;
-  readonly done: number;
-  readonly put: number;
-  readonly busyMs: number;
-  readonly runMs: number;
-  readonly msgs: number;
-  readonly bytes: number;
-  readonly movedIn: number;
-  readonly movedOut: number;
-  readonly tokenRounds: number;
-  readonly redealt: number;
-  readonly queued: number;
-  readonly loopDone?: number;
-  readonly loopTotal?: number;
-}
-
 type RankState = "starting" | "running" | "exited" | "stopped" | "failed" | "dead";
 
 interface RankLive {
@@ -48,7 +26,8 @@ interface RankLive {
   rss: number;
   heap: number;
   heapTotal: number;
-  pools: PoolFigures[];
+  /** Each pool's figures from the rank's last sample. */
+  pools: readonly LivePool[];
   /** The last sample's totals over its pools (busy ms, run ms, tasks), and when it came (launcher clock). */
   last: { busyMs: number; runMs: number; done: number; at: number } | undefined;
   /** Timeline columns by bin index (bins older than HISTORY_BINS are dropped). */
@@ -71,10 +50,10 @@ export type Snapshot = ReturnType<LiveJob["snapshot"]>;
 
 /**
  * The launcher's live view of a job, for the dashboard (server.ts) and `workpool top` (top.ts): it reads the
- * records job.ts already gets (the ranks' live samples, their errors, deaths the job survives, re-deals), the
- * ranks' output lines and exits, and keeps per rank a minute of timeline in BIN_MS columns, per pool the totals,
- * and the job's output tail and failures. Everything is bounded: a job of any length and any output keeps
- * the same few hundred kilobytes.
+ * records the launcher already gets (record-dispatch.ts: the ranks' live samples, their errors, deaths the job
+ * survives, re-deals), the ranks' output lines and exits, and keeps per rank a minute of timeline in BIN_MS
+ * columns, per pool the totals, and the job's output tail and failures. Everything is bounded: a job of any
+ * length and any output keeps the same few hundred kilobytes.
  */
 export class LiveJob {
   private readonly ranks: RankLive[];
@@ -117,26 +96,28 @@ export class LiveJob {
     return this.endedAt !== undefined;
   }
 
-  /** A record from a rank's control channel (before job.ts acts on it). */
-  record(rank: number, msg: ControlRecord): void {
+  /**
+   * A record from a rank's control channel (before record-dispatch.ts acts on it), checked; undefined for one
+   * that was not well-formed (the rank was heard from all the same).
+   */
+  record(rank: number, record: RankRecord | undefined): void {
     const r = this.ranks[rank];
     if (!r) return;
     if (r.state === "starting") r.state = "running";
-    if (msg.t === "live") this.sample(r, msg);
-    else if (msg.t === "error" && typeof msg.message === "string") this.fail(rank, msg.message);
-    else if (msg.t === "redealt" && typeof msg.pool === "string" && typeof msg.tasks === "number") {
-      this.redealt.set(msg.pool, (this.redealt.get(msg.pool) ?? 0) + msg.tasks);
-    }
+    if (record?.t === "live") this.sample(r, record);
+    else if (record?.t === "error") this.fail(rank, record.message);
+    else if (record?.t === "redealt")
+      this.redealt.set(record.pool, (this.redealt.get(record.pool) ?? 0) + record.tasks);
   }
 
   /** A record the launcher sends every rank: a death it survives. */
-  broadcast(msg: ControlRecord): void {
-    if (msg.t !== "dead" || typeof msg.rank !== "number") return;
-    const r = this.ranks[msg.rank];
+  broadcast(record: LauncherRecord): void {
+    if (record.t !== "dead") return;
+    const r = this.ranks[record.rank];
     if (r) r.state = "dead";
     // The rank's exit was taken for a failure when it came (it comes before the launcher decides): it is a death.
-    this.failures = this.failures.filter((f) => !(f.exit && f.rank === msg.rank));
-    this.deaths.push({ at: this.clock(), rank: msg.rank, why: String(msg.why) });
+    this.failures = this.failures.filter((f) => !(f.exit && f.rank === record.rank));
+    this.deaths.push({ at: this.clock(), rank: record.rank, why: record.why });
   }
 
   /** A line a rank wrote (`err`: on stderr). */
@@ -170,23 +151,20 @@ export class LiveJob {
       this.failures.push({ at: this.clock(), rank, text: text.slice(0, 2000), exit });
   }
 
-  private sample(r: RankLive, msg: ControlRecord): void {
-    const num = (v: unknown) => (typeof v === "number" && Number.isFinite(v) ? v : 0);
-    r.rss = num(msg.rss);
-    r.heap = num(msg.heap);
-    r.heapTotal = num(msg.heapTotal);
-    const pools = Array.isArray(msg.pools)
-      ? (msg.pools as PoolFigures[]).filter((p) => typeof p?.pool === "string")
-      : [];
-    r.pools = pools;
+  /** A live sample (its numbers checked: lib/control/records.ts). */
+  private sample(r: RankLive, sample: LiveSample): void {
+    r.rss = sample.rss;
+    r.heap = sample.heap;
+    r.heapTotal = sample.heapTotal;
+    r.pools = sample.pools;
     const at = this.clock();
     let busyMs = 0;
     let runMs = 0;
     let done = 0;
-    for (const p of pools) {
-      busyMs += num(p.busyMs);
-      runMs += num(p.runMs);
-      done += num(p.done);
+    for (const p of sample.pools) {
+      busyMs += p.busyMs;
+      runMs += p.runMs;
+      done += p.done;
     }
     const prev = r.last;
     r.last = { busyMs, runMs, done, at };

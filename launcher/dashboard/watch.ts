@@ -1,7 +1,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { ENV } from "../../lib/internal-start.ts";
-import type { ControlRecord, ControlServer } from "../control-server.ts";
+import { ENV, type LauncherRecord, type RankRecord } from "../../lib/internal-start.ts";
+import type { ControlServer } from "../control-server.ts";
 import { DashboardServer } from "./server.ts";
 import { LiveJob } from "./state.ts";
 
@@ -27,10 +27,10 @@ export interface WatchOptions {
 }
 
 /**
- * The launcher's hooks for watching a job (job.ts calls them; each is one line there): the job's live state
- * (state.ts) fed from its records, output and exits; the dashboard's HTTP server when asked for; and the feed
- * to `workpool top`s attached over the control channel. Ranks sample only while someone watches: from the
- * start with `--dashboard`, else from the first `workpool top` on (a `{"t":"live"}` broadcast).
+ * The launcher's hooks for watching a job (job.ts and record-dispatch.ts call them; each is one line there):
+ * the job's live state (state.ts) fed from its records, output and exits; the dashboard's HTTP server when
+ * asked for; and the feed to `workpool top`s attached over the control channel. Ranks sample only while someone
+ * watches: from the start with `--dashboard`, else from the first `workpool top` on (a `{"t":"live"}` broadcast).
  */
 export class JobWatch {
   readonly live: LiveJob;
@@ -85,12 +85,14 @@ export class JobWatch {
     this.control.toWatchers(`${JSON.stringify({ t: "state", ...this.live.snapshot(-TOP_BINS, -30) })}\n`);
   }
 
-  record(rank: number, msg: ControlRecord): void {
-    this.live.record(rank, msg);
+  /** A record from a rank (undefined: one that was not well-formed). */
+  record(rank: number, record: RankRecord | undefined): void {
+    this.live.record(rank, record);
   }
 
-  broadcast(msg: ControlRecord): void {
-    this.live.broadcast(msg);
+  /** A record the launcher sent every rank. */
+  broadcast(record: LauncherRecord): void {
+    this.live.broadcast(record);
   }
 
   /**

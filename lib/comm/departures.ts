@@ -90,8 +90,8 @@ export class Departures {
    * What this rank has begun, as [context, count] pairs, for the other ranks as it closes. A context with
    * nothing begun is left out: a rank that never made the pool has begun none of its runs.
    */
-  progressNow(): number[][] {
-    return [...this.progress].map(([context, count]) => [context, count()]).filter(([, n]) => n !== 0);
+  progressNow(): (readonly [number, number])[] {
+    return [...this.progress].map(([context, count]) => [context, count()] as const).filter(([, n]) => n !== 0);
   }
 
   /**

@@ -174,7 +174,7 @@ export class Communicator implements AsyncDisposable {
   }
 
   /** @internal World rank `rank` closed its world, having begun `progress` ([context, count] pairs). */
-  peerLeft(rank: number, progress: readonly [number, number][]): void {
+  peerLeft(rank: number, progress: readonly (readonly [number, number])[]): void {
     this.departures.left(rank, progress);
   }
 

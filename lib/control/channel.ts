@@ -4,19 +4,18 @@
  * folder (`ipc://PATH`); a rank on another host reaches TCP (`tcp://HOST:PORT`), so no inherited descriptor is
  * needed.
  *
- * Rank to launcher: first `{"t":"hello","rank":R,"token":T}` with T from WORKPOOL_TOKEN (the launcher drops a
- * connection whose token is not the job's, so another process cannot speak for a rank), then reports:
- * `{"t":"error","message"}` (an uncaught error, the rank's last words), `{"t":"stats",...}`, `{"t":"progress",...}`,
- * and `{"t":"beat"}` right after the hello (before the app is evaluated: sent from the preload) and then every
- * WORKPOOL_HEARTBEAT_MS ms (from an unref'd timer on the rank's main thread: a rank that is stopped, or blocked in
- * one synchronous stretch, misses its beats, and the launcher names it).
- * A pool that survives the death of its workers adds `{"t":"tolerate","essential":[R,...]}` (from then on the
- * launcher survives the death of any rank no such record names) and `{"t":"redealt","pool","rank","tasks"}` (its
- * coordinator re-dealt the tasks a dead rank held; the launcher says so).
+ * Rank to launcher: first a hello, `{"t":"hello","rank":R,"token":T}` with T from WORKPOOL_TOKEN (the launcher
+ * drops a connection whose token is not the job's, so another process cannot speak for a rank), then reports:
+ * an uncaught error (the rank's last words), statistics, progress, trace events, live samples, what a pool
+ * that survives its workers' deaths asks and re-deals, a rank's leaving and shrinking; and `{"t":"beat"}` right
+ * after the hello (before the app is evaluated: sent from the preload) and then every WORKPOOL_HEARTBEAT_MS ms
+ * (from an unref'd timer on the rank's main thread: a rank that is stopped, or blocked in one synchronous
+ * stretch, misses its beats, and the launcher names it).
  * Launcher to rank: `{"t":"refused","reason"}` before it closes a connection it does not accept, and on an
- * accepted one `{"t":"dead","rank","why"}` for each death the job survives, all of them in the same order on
- * every rank, those from before the rank connected first (handed to deaths.ts: `onRankDeath`), and `{"t":"live"}`
- * once someone watches the job (`workpool top`): from then on the rank sends `{"t":"live",...}` samples (live.ts).
+ * accepted one the notices of deaths the job survives, of leavers and of shrinks, all of them in the same
+ * order on every rank, those from before the rank connected first (handed to deaths.ts), and `{"t":"live"}`
+ * once someone watches the job (`workpool top`): from then on the rank sends live samples (live.ts).
+ * records.ts has every record, and the checks a reader makes.
  *
  * The connection is also the rank's lifeline: once it is up, its end means the launcher is gone (it exited or
  * was killed, even by SIGKILL) and the rank exits at once, with status 129.
@@ -27,6 +26,7 @@ import { BootstrapError } from "../errors.ts";
 import { ENV, envMs } from "../comm/env.ts";
 import { deliverRankDeath, deliverRankLeft, deliverShrunk } from "./deaths.ts";
 import { startLive } from "./live.ts";
+import { type HelloRecord, type LauncherRecord, type RankRecord, readLauncherRecord } from "./records.ts";
 
 /** How long a rank may take to connect to the launcher before it gives up with a message naming the address. */
 export const CONTROL_CONNECT_TIMEOUT_MS = 5000;
@@ -56,7 +56,7 @@ export function parseControlAddress(address: string): ControlAddress {
   );
 }
 
-function line(record: unknown): string {
+function line(record: HelloRecord | RankRecord): string {
   return `${JSON.stringify(record)}\n`;
 }
 
@@ -118,30 +118,14 @@ export class ControlChannel {
       const lines = (rest + chunk).split("\n");
       rest = lines.pop() ?? "";
       for (const l of lines) {
-        let msg: {
-          t?: unknown;
-          reason?: unknown;
-          rank?: unknown;
-          why?: unknown;
-          p?: unknown;
-          n?: unknown;
-          dead?: unknown;
-          b?: unknown;
-        };
+        let parsed: unknown;
         try {
-          msg = JSON.parse(l);
+          parsed = JSON.parse(l);
         } catch {
           continue;
         }
-        if (msg?.t === "refused") this.fail(`it refused this rank: ${String(msg.reason)}`);
-        else if (msg?.t === "dead" && typeof msg.rank === "number" && typeof msg.why === "string") {
-          deliverRankDeath(msg.rank, msg.why);
-        } else if (msg?.t === "live") startLive((record) => this.send(record));
-        else if (msg?.t === "left" && typeof msg.rank === "number" && Array.isArray(msg.p)) {
-          deliverRankLeft(msg.rank, msg.p as [number, number][]);
-        } else if (msg?.t === "shrunk" && typeof msg.n === "number" && Array.isArray(msg.dead)) {
-          deliverShrunk(msg.n, msg.dead as number[], Number(msg.b));
-        }
+        const record = readLauncherRecord(parsed);
+        if (record) this.take(record);
       }
     });
     const gone = () => {
@@ -161,8 +145,29 @@ export class ControlChannel {
     if ("path" in target) this.flushSync();
   }
 
+  /** Acts on a record from the launcher. */
+  private take(record: LauncherRecord): void {
+    switch (record.t) {
+      case "refused":
+        return this.fail(`it refused this rank: ${record.reason}`);
+      case "dead":
+        return deliverRankDeath(record.rank, record.why);
+      case "live":
+        return startLive((sample) => this.send(sample));
+      case "left":
+        return deliverRankLeft(record.rank, record.p);
+      case "shrunk":
+        return deliverShrunk(record.n, record.dead, record.b);
+      default: {
+        // Every kind has its case: one added to LauncherRecord and not here fails to compile.
+        const unhandled: never = record;
+        return unhandled;
+      }
+    }
+  }
+
   /** Sends one record; it waits in order while the connection is not up yet. */
-  send(record: Readonly<Record<string, unknown>>): void {
+  send(record: RankRecord): void {
     if (this.pending) this.pending.push(line(record));
     else if (!this.socket.destroyed) this.write(line(record));
   }
@@ -172,7 +177,7 @@ export class ControlChannel {
    * that is about to die. Reaches the launcher once `ready` has resolved; before that (a TCP connection not
    * yet made) the record goes the asynchronous way and may be lost with the process.
    */
-  sendSync(record: Readonly<Record<string, unknown>>): boolean {
+  sendSync(record: RankRecord): boolean {
     // Part of a line may already be out when the socket still holds data: end it (the launcher skips it).
     return this.flushSync(line(record), this.socket.writableLength > 0 ? "\n" : "");
   }

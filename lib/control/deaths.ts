@@ -1,9 +1,10 @@
 /**
  * Death notices on a rank: the launcher writes `{"t":"dead","rank":R,"why":W}` to every live rank's control
  * channel (channel.ts) when it survives the death of rank R, which it does only once a pool has asked it to
- * (`{"t":"tolerate","essential":[...]}`, launcher/job.ts). Every rank gets the notices in the same order. Without
+ * (`{"t":"tolerate","essential":[...]}`, launcher/survival.ts). Every rank gets the notices in the same order. Without
  * a launcher none ever arrives.
  */
+import type { Progress } from "./records.ts";
 
 /** Called once per death notice, with the dead rank and why it died (`killed by SIGKILL`, `exit code 3`, ...). */
 export type RankDeathListener = (rank: number, why: string) => void;
@@ -64,18 +65,18 @@ export const deliverRankDeath = (rank: number, why: string): void => deaths.deli
  * Leave notices: a rank that closes its world sends the launcher `{"t":"leaving","p":[[context, count], ...]}`
  * (what it began: runs of each pool, world collectives; lib/comm/router.ts), and the launcher passes
  * `{"t":"left","rank":R,"p":...}` on to every rank not closing itself, for each leaver that began less of
- * something than every leaver before it (launcher/job.ts). Through the launcher, not to every peer directly: a
+ * something than every leaver before it (launcher/leavers.ts). Through the launcher, not to every peer directly: a
  * rank then opens no new connection at close. Without a launcher none ever arrives.
  */
-export type RankLeftListener = (rank: number, progress: readonly [number, number][]) => void;
+export type RankLeftListener = (rank: number, progress: Progress) => void;
 
-const leaves = noticeBoard<[rank: number, progress: [number, number][]]>(Symbol.for("workpool.left"));
+const leaves = noticeBoard<[rank: number, progress: Progress]>(Symbol.for("workpool.left"));
 
 /** Calls `listener` for every leave notice, first for those that arrived before; returns its remover. */
 export const onRankLeft = (listener: RankLeftListener): (() => void) => leaves.on(listener);
 
 /** Records a leave notice and tells every listener (called by the control channel). */
-export const deliverRankLeft = (rank: number, progress: [number, number][]): void => leaves.deliver(rank, progress);
+export const deliverRankLeft = (rank: number, progress: Progress): void => leaves.deliver(rank, progress);
 
 /**
  * Shrink answers: a rank that calls `World#shrink` sends the launcher `{"t":"shrink","n":N,"b":B}` (its N-th
@@ -86,10 +87,10 @@ export const deliverRankLeft = (rank: number, progress: [number, number][]): voi
  */
 export type ShrunkListener = (n: number, dead: readonly number[], base: number) => void;
 
-const shrinks = noticeBoard<[n: number, dead: number[], base: number]>(Symbol.for("workpool.shrunk"));
+const shrinks = noticeBoard<[n: number, dead: readonly number[], base: number]>(Symbol.for("workpool.shrunk"));
 
 /** Calls `listener` for every shrink answer, first for those that arrived before; returns its remover. */
 export const onShrunk = (listener: ShrunkListener): (() => void) => shrinks.on(listener);
 
 /** Records a shrink answer and tells every listener (called by the control channel). */
-export const deliverShrunk = (n: number, dead: number[], base: number): void => shrinks.deliver(n, dead, base);
+export const deliverShrunk = (n: number, dead: readonly number[], base: number): void => shrinks.deliver(n, dead, base);

@@ -13,6 +13,7 @@
 import { ENV } from "../comm/env.ts";
 import type { PoolConfig } from "../pool/options.ts";
 import type { PoolStats } from "../pool/types.ts";
+import type { LivePool, LiveSample } from "./records.ts";
 
 /** How often a watched rank sends a sample (ms): twice as often as the dashboard redraws. */
 export const LIVE_MS = 250;
@@ -31,27 +32,8 @@ export interface LiveRun {
   loop?: { readonly total: number; readonly done: () => number };
 }
 
-/** One pool's figures in a sample: counts are cumulative over the pool's runs on this rank. */
-interface PoolTotals {
-  pool: string;
-  run: number;
-  active: boolean;
-  mode: string;
-  strategy: string;
-  done: number;
-  put: number;
-  busyMs: number;
-  runMs: number;
-  msgs: number;
-  bytes: number;
-  movedIn: number;
-  movedOut: number;
-  tokenRounds: number;
-  redealt: number;
-  queued: number;
-  loopDone?: number;
-  loopTotal?: number;
-}
+/** One pool's figures in a sample (records.ts), as they are added up here. */
+type PoolTotals = { -readonly [K in keyof LivePool]: LivePool[K] };
 
 interface LiveBoard {
   readonly runs: Set<LiveRun>;
@@ -59,7 +41,7 @@ interface LiveBoard {
   readonly past: Map<string, PoolTotals>;
   timer: NodeJS.Timeout | undefined;
   /** Where samples go, once sampling has started. */
-  send: ((record: Record<string, unknown>) => void) | undefined;
+  send: ((sample: LiveSample) => void) | undefined;
 }
 
 const KEY = Symbol.for("workpool.live");
@@ -152,7 +134,7 @@ export function liveRun(r: LiveRun): () => void {
 }
 
 /** One sample of this rank: memory, and every pool it has run (active runs with their figures so far). */
-export function liveSample(): Record<string, unknown> {
+export function liveSample(): LiveSample {
   const now = performance.now();
   const pools = new Map<string, PoolTotals>(board.past);
   for (const r of board.runs) {
@@ -171,7 +153,7 @@ export function liveSample(): Record<string, unknown> {
  * Starts sending samples through `send` (the control channel's) every LIVE_MS ms, once; later calls do nothing.
  * The channel is passed in, not imported: control.ts calls this, and imports nothing that imports it.
  */
-export function startLive(send: (record: Record<string, unknown>) => void): void {
+export function startLive(send: (sample: LiveSample) => void): void {
   if (board.timer) return;
   board.send = send;
   send(liveSample());

@@ -1,5 +1,6 @@
 import { ENV } from "../comm/env.ts";
 import type { ControlChannel } from "./channel.ts";
+import type { RankRecord } from "./records.ts";
 
 /** Where the preload leaves the control channel for this module (a global: it survives duplicate loads). */
 export const CONTROL_KEY = Symbol.for("workpool.control");
@@ -16,7 +17,7 @@ export const REPORT = {
  * connecting; once connected, a local write completes at once unless the launcher stopped reading). Without a
  * launcher it does nothing.
  */
-export function report(record: Record<string, unknown>): void {
+export function report(record: RankRecord): void {
   const channel = (globalThis as Record<symbol, unknown>)[CONTROL_KEY] as ControlChannel | undefined;
   channel?.send(record);
 }

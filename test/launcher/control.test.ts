@@ -4,9 +4,9 @@ import { connect, createServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
-import { type ControlRecord, ControlServer } from "../../launcher/control-server.ts";
+import { ControlServer } from "../../launcher/control-server.ts";
 import { BootstrapError } from "../../lib/index.ts";
-import { ENV, parseControlAddress } from "../../lib/internal.ts";
+import { ENV, parseControlAddress, type UncheckedRecord } from "../../lib/internal.ts";
 import { flood, openDescriptors } from "../helpers/flood.ts";
 import { fixture, linesOf, run, startNode } from "../helpers/run.ts";
 
@@ -34,7 +34,7 @@ function ipcAddress(): { path: string; address: string; cleanup: () => void } {
 }
 
 async function server(address: string, token: string, size = 4) {
-  const records: [number, ControlRecord][] = [];
+  const records: [number, UncheckedRecord][] = [];
   const control = await ControlServer.listen({ address, size, token, onRecord: (r, m) => records.push([r, m]) });
   return { control, records };
 }
@@ -142,7 +142,7 @@ for (const kind of ["ipc", "tcp"] as const) {
 }
 test("the first heartbeat goes with the hello, before the app runs: an app that blocks at once is still heard", async (t) => {
   const { address, cleanup } = ipcAddress();
-  const records: [number, ControlRecord][] = [];
+  const records: [number, UncheckedRecord][] = [];
   let heard: () => void = () => {};
   const first = new Promise<void>((resolve) => (heard = resolve));
   const control = await ControlServer.listen({
@@ -185,7 +185,7 @@ test("a wrong token is refused: the rank exits 1 naming the address, and nothing
 test("strangers that say no hello are bounded: at most maxStrangers held, each dropped at the deadline", async (t) => {
   // 400 idle connections from another user (uid 65534 when run as root): the server holds at most 16 of them at
   // once (the oldest dropped first), drops every one of them at its hello deadline, and a rank still gets in.
-  const records: [number, ControlRecord][] = [];
+  const records: [number, UncheckedRecord][] = [];
   let recorded!: () => void;
   const first = new Promise<void>((resolve) => (recorded = resolve));
   const control = await ControlServer.listen({

@@ -9,11 +9,12 @@ import test from "ava";
 import { ControlServer, MAX_WATCHERS } from "../../launcher/control-server.ts";
 import { DashboardServer, MAX_STATES_PER_SECOND } from "../../launcher/dashboard/server.ts";
 import { BIN_MS, LiveJob, TAIL_LINES } from "../../launcher/dashboard/state.ts";
+import type { LivePool, LiveSample } from "../../lib/internal.ts";
 import { startWorkpool } from "../helpers/run.ts";
 
 /** A rank's live sample (lib/control/live.ts) with one pool's cumulative figures. */
-function sample(pool: Record<string, unknown>, rss = 100 * 2 ** 20): Record<string, unknown> {
-  const figures = {
+function sample(pool: Partial<LivePool>, rss = 100 * 2 ** 20): LiveSample {
+  const figures: LivePool = {
     pool: "pool1",
     run: 1,
     active: true,

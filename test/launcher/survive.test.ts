@@ -159,7 +159,6 @@ test("re-deals that pools report together make one line; a death no pool re-deal
   let told = () => {};
   const printed = new Promise<void>((resolve) => (told = resolve));
   const survival = new Survival({
-    size: 4,
     where: (rank) => (rank === 3 ? "rank 3 (host node2)" : `rank ${rank}`),
     broadcast: (record) => broadcasts.push(record),
     write: (text) => {
@@ -168,9 +167,8 @@ test("re-deals that pools report together make one line; a death no pool re-deal
     },
   });
   t.false(survival.survives(1), "nothing is survived before a tolerate record");
-  t.true(survival.read(0, { t: "tolerate", essential: [0] }));
-  t.true(survival.read(2, { t: "tolerate", essential: [2] }));
-  t.false(survival.read(0, { t: "stats" }));
+  survival.tolerate([0]);
+  survival.tolerate([2]);
   t.deepEqual(
     [0, 1, 2, 3].map((r) => survival.survives(r)),
     [false, true, false, true],
@@ -181,8 +179,8 @@ test("re-deals that pools report together make one line; a death no pool re-deal
     { t: "dead", rank: 1, why: "exit code 3" },
     { t: "dead", rank: 3, why: "killed by SIGKILL" },
   ]);
-  survival.read(0, { t: "redealt", pool: "pool1", rank: 1, tasks: 37 });
-  survival.read(2, { t: "redealt", pool: "pool2", rank: 1, tasks: 1 });
+  survival.redealt({ t: "redealt", pool: "pool1", rank: 1, tasks: 37 });
+  survival.redealt({ t: "redealt", pool: "pool2", rank: 1, tasks: 1 });
   await printed;
   t.deepEqual(written, [
     "workpool: rank 1 died (exit code 3); the job goes on without it: pool1 re-dealt 37 tasks, pool2 re-dealt 1 task\n",

@@ -122,7 +122,7 @@ withSshd(
     const seconds = (Date.now() - started) / 1000;
     t.log(`the job ended after ${seconds.toFixed(1)} s (ConnectTimeout=${CONNECT_TIMEOUT_S})`);
     t.is(r.code, 255, r.stderr);
-    // ssh ends its messages with \r\n, and launcher/job.ts lastWords then marks the one line as cut: " (...)".
+    // ssh ends its messages with \r\n, and launcher/exit-summary.ts lastWords then marks the one line as cut: " (...)".
     const summary = `workpool: rank 1 (host ${s.c.name}) failed (exit code 255): ssh: connect to host ${s.c.name} port 22: Connection timed out`;
     t.true([summary, `${summary} (...)`].includes(linesOf(r.stderr).at(-1) ?? ""), r.stderr);
     await nothingButSshd(t, s.hosts, s.sshds);

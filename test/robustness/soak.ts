@@ -10,7 +10,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { seededRandom } from "../../lib/pool/partner/random.ts";
-import { defaultPools } from "../../launcher/compare/compare.ts";
+import { defaultPools } from "../../launcher/compare/options.ts";
 import { childrenOf, isAlive, until } from "../helpers/pids.ts";
 import { launch } from "../helpers/run.ts";
 
