@@ -7,7 +7,7 @@
  *
  * Sampling starts when the launcher asks: WORKPOOL_REPORT_LIVE=1 in the environment (`--dashboard`), or a
  * `{"t":"live"}` record on the control channel (a `workpool top` attached to a running job). Runs register here
- * from lib/pool/pool.ts. The state lives in a global, as report.ts's channel does: the preload that starts the
+ * from lib/pool/run-setup.ts. The state lives in a global, as report.ts's channel does: the preload that starts the
  * sampler and the app's pools may load this module twice.
  */
 import { ENV } from "../comm/env.ts";
