@@ -200,78 +200,94 @@ export async function checkPoolSpec(spec: string, np: number): Promise<void> {
   }
 }
 
-async function launch(argv: string[]): Promise<number> {
-  let np: number | undefined;
-  let hosts: HostSlots[] | undefined;
-  let oversubscribe = false;
-  let insecure = false;
-  let agent = DEFAULT_AGENT;
-  const forward: Record<string, string> = {};
-  let prefix = true;
-  let timeoutSeconds: number | undefined;
-  let heartbeatSeconds: number | undefined;
-  let force = false;
-  let pool: string | undefined;
-  let transport: "ipc" | "tcp" = "ipc";
-  let stats = false;
-  let statsJson: string | undefined;
-  let trace: string | undefined;
-  let quiet = false;
-  let dashboard: { port: number; host?: string; keepSeconds?: number } | undefined;
-  let dashboardHost: string | undefined;
-  let dashboardKeep: number | undefined;
-  const nodeArgs: string[] = [];
-  const opts = new OptionReader(argv);
+/** What `launch`'s options set (readLaunchFlags). */
+interface LaunchFlags {
+  np?: number;
+  hosts?: HostSlots[];
+  oversubscribe: boolean;
+  insecure: boolean;
+  agent: string;
+  forward: Record<string, string>;
+  prefix: boolean;
+  timeoutSeconds?: number;
+  heartbeatSeconds?: number;
+  force: boolean;
+  pool?: string;
+  transport: "ipc" | "tcp";
+  stats: boolean;
+  statsJson?: string;
+  trace?: string;
+  quiet: boolean;
+  dashboard?: { port: number; host?: string; keepSeconds?: number };
+  dashboardHost?: string;
+  dashboardKeep?: number;
+  nodeArgs: string[];
+}
+
+/** Reads `launch`'s options, up to the app (whose own arguments follow it); undefined after `--help`. */
+async function readLaunchFlags(opts: OptionReader): Promise<LaunchFlags | undefined> {
+  const f: LaunchFlags = {
+    oversubscribe: false,
+    insecure: false,
+    agent: DEFAULT_AGENT,
+    forward: {},
+    prefix: true,
+    force: false,
+    transport: "ipc",
+    stats: false,
+    quiet: false,
+    nodeArgs: [],
+  };
   for (let flag = opts.next(); flag !== undefined; flag = opts.next()) {
     switch (flag) {
       case "-h":
       case "--help":
         process.stdout.write(await launchHelp());
-        return 0;
+        return undefined;
       case "-n":
       case "--np":
-        np = opts.int(flag, 1, MAX_RANKS);
+        f.np = opts.int(flag, 1, MAX_RANKS);
         break;
       case "--no-prefix":
-        prefix = false;
+        f.prefix = false;
         break;
       case "--stats":
-        stats = true;
+        f.stats = true;
         break;
       case "--stats-json":
-        statsJson = opts.value(flag);
+        f.statsJson = opts.value(flag);
         break;
       case "--trace":
-        trace = opts.value(flag);
+        f.trace = opts.value(flag);
         break;
       case "--quiet":
-        quiet = true;
+        f.quiet = true;
         break;
       case "--dashboard": {
         const port = opts.inlineValue();
-        dashboard = { port: port === undefined ? 0 : opts.int(flag, 1, 65535) };
+        f.dashboard = { port: port === undefined ? 0 : opts.int(flag, 1, 65535) };
         break;
       }
       case "--dashboard-host":
-        dashboardHost = opts.value(flag);
-        if (!/^[0-9A-Za-z.:-]+$/.test(dashboardHost)) {
-          throw new UsageError(`option --dashboard-host must be an address; got ${JSON.stringify(dashboardHost)}`);
+        f.dashboardHost = opts.value(flag);
+        if (!/^[0-9A-Za-z.:-]+$/.test(f.dashboardHost)) {
+          throw new UsageError(`option --dashboard-host must be an address; got ${JSON.stringify(f.dashboardHost)}`);
         }
         break;
       case "--dashboard-keep":
-        dashboardKeep = opts.secondsOrNone(flag, "not at all", 1);
+        f.dashboardKeep = opts.secondsOrNone(flag, "not at all", 1);
         break;
       case "--timeout":
-        timeoutSeconds = opts.seconds(flag);
+        f.timeoutSeconds = opts.seconds(flag);
         break;
       case "--force":
-        force = true;
+        f.force = true;
         break;
       case "--heartbeat":
-        heartbeatSeconds = opts.secondsOrNone(flag, "no heartbeats", MIN_HEARTBEAT_SECONDS);
+        f.heartbeatSeconds = opts.secondsOrNone(flag, "no heartbeats", MIN_HEARTBEAT_SECONDS);
         break;
       case "--pool":
-        pool = opts.value(flag);
+        f.pool = opts.value(flag);
         break;
       case "--node-arg": {
         const arg = opts.value(flag);
@@ -280,43 +296,52 @@ async function launch(argv: string[]): Promise<number> {
             `option --node-arg takes one node option, such as --cpu-prof; got ${JSON.stringify(arg)}`,
           );
         }
-        nodeArgs.push(arg);
+        f.nodeArgs.push(arg);
         break;
       }
       case "--hostfile":
-        if (hosts) throw new UsageError("give the hosts once: --hostfile or --host, not both");
-        hosts = readHostfile(opts.value(flag));
+        if (f.hosts) throw new UsageError("give the hosts once: --hostfile or --host, not both");
+        f.hosts = readHostfile(opts.value(flag));
         break;
       case "-H":
       case "--host":
-        if (hosts) throw new UsageError("give the hosts once: --hostfile or --host, not both");
-        hosts = parseHostList(opts.value(flag));
+        if (f.hosts) throw new UsageError("give the hosts once: --hostfile or --host, not both");
+        f.hosts = parseHostList(opts.value(flag));
         break;
       case "--oversubscribe":
-        oversubscribe = true;
+        f.oversubscribe = true;
         break;
       case "--insecure":
-        insecure = true;
+        f.insecure = true;
         break;
       case "--agent":
-        agent = opts.value(flag);
+        f.agent = opts.value(flag);
         break;
       case "-x": {
         const [name, value] = forwardVariable(opts.value(flag), process.env);
-        forward[name] = value;
+        f.forward[name] = value;
         break;
       }
       case "--transport": {
         const t = opts.value(flag);
         if (t !== "ipc" && t !== "tcp")
           throw new UsageError(`option --transport must be ipc or tcp; got ${JSON.stringify(t)}`);
-        transport = t;
+        f.transport = t;
         break;
       }
       default:
         opts.unknown(flag, "launch");
     }
   }
+  return f;
+}
+
+async function launch(argv: string[]): Promise<number> {
+  const opts = new OptionReader(argv);
+  const f = await readLaunchFlags(opts);
+  if (f === undefined) return 0;
+  const { np, hosts, oversubscribe, insecure, agent, forward, prefix, timeoutSeconds, heartbeatSeconds, force } = f;
+  const { pool, transport, stats, statsJson, trace, quiet, dashboard, dashboardHost, dashboardKeep, nodeArgs } = f;
   const ranks = np ?? (hosts ? totalSlots(hosts) : 1);
   if (ranks > MAX_RANKS) throw new UsageError(`the hosts' ${ranks} slots are more than ${MAX_RANKS} ranks; give -n`);
   if (pool !== undefined) await checkPoolSpec(pool, ranks);
