@@ -16,6 +16,9 @@
  * coordinator's straggler timer fires when the scheduler picks it: copies race their originals, and the result
  * must still count each task once. Knobs from a review that broke earlier versions: `chunk`, `priorities`,
  * `allAsync`, `appPuts` (the app's own puts during the run, which must count once too).
+ *
+ * The ranks, their channels and timers are the simulation kernel's (sim/); the workers' run loops are the
+ * engines' own (real promises, a turn of the event loop at a time).
  */
 import { ResilientCoordinator } from "../../lib/pool/centralized/resilient-coordinator.ts";
 import { ResilientWorker } from "../../lib/pool/centralized/resilient-worker.ts";
@@ -23,10 +26,11 @@ import { RESILIENT, WorkingCoordinator } from "../../lib/pool/centralized/workin
 import { RankFailedError } from "../../lib/errors.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
 import { seededRandom } from "../../lib/pool/partner/random.ts";
-import { Results } from "../../lib/pool/results.ts";
-import { type Engine, type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
-import type { Timers } from "../../lib/pool/timers.ts";
-import { emptyStats, type PoolStats, type TaskContext } from "../../lib/pool/types.ts";
+import type { Engine, PoolRuntime } from "../../lib/pool/runtime.ts";
+import type { TaskContext } from "../../lib/pool/types.ts";
+import { Network } from "../../sim/network.ts";
+import { simContext, simRuntime, Settlement } from "../../sim/ranks.ts";
+import { HeldTimers } from "../../sim/timers.ts";
 
 export type ResilientWorkload = "tree" | "flat" | "poison";
 
@@ -70,14 +74,6 @@ export interface ResilientOutcome {
 const MAX_STEPS = 400_000;
 const FAN = 3;
 
-interface InFlight {
-  readonly source: number;
-  readonly dest: number;
-  readonly tag: number;
-  readonly body: Record<string, unknown>;
-  readonly seq: number;
-}
-
 interface Task {
   readonly id: number;
 }
@@ -113,9 +109,8 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
     size,
   );
   const deliverWeight = 0.2 + rnd() * 0.6;
-  const inFlight: InFlight[] = [];
-  const channelSeq = new Map<number, number>();
-  const lastDelivered = new Map<number, number>();
+  const network = new Network(size);
+  const inFlight = network.inFlight;
   const problems: string[] = [];
   const dead = new Set<number>();
   /** Dead ranks the others have not been told of yet. */
@@ -123,17 +118,10 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   const runs = new Map<number, number>();
   /** The straggler's tasks waiting to end, and the coordinator's pending timers. */
   const slowEnds: (() => void)[] = [];
-  const timerFns = new Map<number, () => void>();
-  let timerSeq = 0;
-  const timers: Timers = {
-    after(_ms, fn) {
-      const id = timerSeq++;
-      timerFns.set(id, fn);
-      return () => timerFns.delete(id);
-    },
-    soon: (fn) => setImmediate(fn),
-  };
-  let overtakes = 0;
+  const held = new HeldTimers();
+  const timerFns = held.timers;
+  // Only the coordinator sets timers; deferred callbacks run on the real event loop, as the workers' loops do.
+  const timers = held.for(0, (fn) => setImmediate(fn));
   let redealt = 0;
   const poisonId = Math.floor(tasks / 2);
   // Kill points: a worker (never the coordinator, rank 0) dies once this many handler runs have happened.
@@ -146,10 +134,8 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   let handlerRuns = 0;
 
   const engines: Engine<Task>[] = [];
-  let coordinatorStats: PoolStats | undefined;
-  const outcome: ("pending" | "resolved" | "rejected")[] = [];
-  const errors: (Error | undefined)[] = [];
-  const results: Results[] = [];
+  const runtimes: PoolRuntime[] = [];
+  const settled: Settlement[] = [];
   const kill = (rank: number) => {
     if (dead.has(rank)) return;
     dead.add(rank);
@@ -157,30 +143,17 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   };
 
   for (let rank = 0; rank < size; rank++) {
-    const link: PoolLink = {
+    // A dead rank's sends go nowhere.
+    const rt = simRuntime(
+      network.link(rank, () => !dead.has(rank)),
+      config,
+    );
+    runtimes.push(rt);
+    const ctx = simContext<Task>(
       rank,
-      size,
-      send(dest, tag, body) {
-        if (dead.has(rank)) return 0;
-        const key = rank * size + dest;
-        const seq = (channelSeq.get(key) ?? 0) + 1;
-        channelSeq.set(key, seq);
-        inFlight.push({ source: rank, dest, tag, body: structuredClone(body), seq });
-        return 0;
-      },
-    };
-    const stats = emptyStats(rank, "centralized");
-    if (rank === 0) coordinatorStats = stats;
-    const res = Results.of(undefined);
-    results.push(res);
-    const rt = new PoolRuntime(link, config, 1, stats, res, undefined);
-    const ctx: TaskContext<Task> = {
-      rank,
-      signal: new AbortController().signal,
-      put: (task, o) => engine.put(task, o?.priority ?? 0, undefined, true),
-      stop: () => {},
-      give: () => {},
-    };
+      (task, o) => engine.put(task, o?.priority ?? 0, undefined, true),
+      () => {},
+    );
     const handler = (task: Task, c: TaskContext<Task>): number | Promise<number> => {
       runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
       handlerRuns++;
@@ -220,16 +193,10 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
           : new ResilientCoordinator<Task>(rt, initial, timers)
         : new ResilientWorker<Task>(rt, handler, ctx, initial);
     engines.push(engine);
-    outcome.push("pending");
-    errors.push(undefined);
-    engine.done.then(
-      () => (outcome[rank] = "resolved"),
-      (e: Error) => {
-        outcome[rank] = "rejected";
-        errors[rank] = e;
-      },
-    );
+    settled.push(new Settlement(engine.done));
   }
+  const outcome = (rank: number) => (settled[rank] as Settlement).state;
+  const errorOf = (rank: number) => settled[rank]?.error;
   for (const e of engines) e.start();
 
   const live = () => engines.map((_, r) => r).filter((r) => !dead.has(r));
@@ -238,13 +205,13 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   const appRanks = [0, ...(p.spared ?? [])];
   let steps = 0;
   for (; steps < MAX_STEPS; steps++) {
-    if (live().every((r) => outcome[r] !== "pending") && untold.length === 0) break;
+    if (live().every((r) => outcome(r) !== "pending") && untold.length === 0) break;
     const pick = rnd();
     if (appLeft > 0 && pick > 0.985 && pick <= 0.99) {
       // Not on a rank whose run has ended (its put would wait for the next run), nor too near the end: a put
       // racing the end of a run may miss it, in any pool.
       const r = appRanks[Math.floor(rnd() * appRanks.length)] as number;
-      if (outcome[r] === "pending" && handlerRuns < tasks / 2) {
+      if (outcome(r) === "pending" && handlerRuns < tasks / 2) {
         appLeft--;
         appPut++;
         engines[r]?.put({ id: tasks + appPut - 1 }, 0, undefined);
@@ -254,25 +221,19 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
     if (slowEnds.length > 0 && (pick > 0.97 || (p.allAsync && pick > 0.6))) {
       (slowEnds.shift() as () => void)();
     } else if (timerFns.size > 0 && pick > 0.95) {
-      const [id, fn] = timerFns.entries().next().value as [number, () => void];
-      timerFns.delete(id);
-      fn();
+      held.take(timerFns.keys().next().value as number).fn();
     } else if (untold.length > 0 && pick < 0.02) {
       // The death notice reaches every live rank; what the dead sent and has not arrived is dropped.
       const rank = untold.shift() as number;
-      for (let i = inFlight.length - 1; i >= 0; i--)
-        if ((inFlight[i] as InFlight).source === rank) inFlight.splice(i, 1);
+      network.dropFrom(rank);
       for (const r of live()) {
         const n = engines[r]?.onPeerDead?.(rank, new RankFailedError(rank, `rank ${rank} died (simulated)`));
         if (n !== undefined) redealt += n;
       }
     } else if (inFlight.length > 0 && pick < deliverWeight) {
-      const i = Math.floor(rnd() * inFlight.length);
-      const m = inFlight.splice(i, 1)[0] as InFlight;
+      const m = network.take(Math.floor(rnd() * inFlight.length));
       if (dead.has(m.dest)) continue;
-      const key = m.source * size + m.dest;
-      if (m.seq < (lastDelivered.get(key) ?? 0)) overtakes++;
-      else lastDelivered.set(key, m.seq);
+      network.arrived(m);
       engines[m.dest]?.onMessage(m.source, m.tag, m.body);
     } else {
       await new Promise((resolve) => setImmediate(resolve));
@@ -283,32 +244,32 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
   if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (a hang?)`);
   const want = tasks + appPut;
   if (p.workload === "poison") {
-    const coordinatorError = errors[0];
-    if (outcome[0] !== "rejected" || !/kills its worker/.test(String(coordinatorError?.message))) {
+    const coordinatorError = errorOf(0);
+    if (outcome(0) !== "rejected" || !/kills its worker/.test(String(coordinatorError?.message))) {
       problems.push(
-        `the coordinator did not fail the run on the poison task: ${outcome[0]} ${coordinatorError?.message}`,
+        `the coordinator did not fail the run on the poison task: ${outcome(0)} ${coordinatorError?.message}`,
       );
     }
-    for (const r of live()) if (outcome[r] !== "rejected") problems.push(`rank ${r}: ${outcome[r]}, not rejected`);
+    for (const r of live()) if (outcome(r) !== "rejected") problems.push(`rank ${r}: ${outcome(r)}, not rejected`);
   } else {
     for (const r of live()) {
-      if (outcome[r] !== "resolved") {
-        problems.push(`rank ${r}: ${outcome[r]}${errors[r] ? ` (${errors[r]?.message})` : ""}`);
+      if (outcome(r) !== "resolved") {
+        problems.push(`rank ${r}: ${outcome(r)}${errorOf(r) ? ` (${errorOf(r)?.message})` : ""}`);
         continue;
       }
-      const got = (results[r]?.final?.[0] as number | undefined) ?? 0;
+      const got = (runtimes[r]?.results.final?.[0] as number | undefined) ?? 0;
       if (got !== want) problems.push(`rank ${r}: result ${got}, expected ${want} (a task counted twice or lost)`);
     }
     for (let id = 0; id < want; id++) if (!runs.has(id)) problems.push(`task ${id} never ran`);
   }
   let rerun = 0;
   for (const n of runs.values()) rerun += n - 1;
-  const counters = coordinatorStats?.counters ?? {};
+  const counters = runtimes[0]?.stats.counters ?? {};
   return {
     problems: problems.slice(0, 5),
     steps,
     killed: [...dead],
-    overtakes,
+    overtakes: network.overtakes,
     redealt,
     rerun,
     speculated: counters.speculated ?? 0,

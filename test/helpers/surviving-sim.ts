@@ -9,19 +9,24 @@
  * its receiver learns of the death (then the receiver drops it, as the messaging layer does). Every rank
  * learns of every death, in the order they happened, each at a moment of its own.
  *
+ * The ranks, their channels and timers are the simulation kernel's (sim/); this file's own are the deaths, the
+ * scheduler, the workloads and the checks.
+ *
  * Each task returns 1 and the tasks form a tree, so a run is exact iff every live rank's result is the
  * number of tasks: a task's value or puts counted twice, or lost, changes it. Tasks may run more than once
  * (the work a dead rank did since its last commit is done again).
  */
 import { seededRandom } from "../../lib/pool/partner/random.ts";
+import type { Entry } from "../../lib/pool/distributed/ledger.ts";
 import { COMMIT_TAG, ResilientDistributed } from "../../lib/pool/distributed/resilient.ts";
 import { RankFailedError } from "../../lib/errors.ts";
-import type { Timers } from "../../lib/pool/timers.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
-import { Results } from "../../lib/pool/results.ts";
-import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
-import { emptyStats, type PutOptions, type TaskContext } from "../../lib/pool/types.ts";
+import type { PutOptions, TaskContext } from "../../lib/pool/types.ts";
 import type { Initiation, TerminationDetector } from "../../lib/pool/config.ts";
+import { RankDriver } from "../../sim/driver.ts";
+import { type InFlight, Network } from "../../sim/network.ts";
+import { simContext, simRuntime, Settlement } from "../../sim/ranks.ts";
+import { type Held, HeldTimers } from "../../sim/timers.ts";
 
 /**
  * - tree: one root on rank 0, FAN children per task below `tasks`.
@@ -34,7 +39,7 @@ export type SurvivingWorkload = "tree" | "spread" | "pinned" | "flat" | "keyed";
 export const SURVIVING_WORKLOADS: readonly SurvivingWorkload[] = ["tree", "spread", "pinned", "flat", "keyed"];
 
 /** What a rank did last before it was killed (the step kinds the kills must cover). */
-export type StepKind = "task" | "idle" | "resume" | "message" | "timer" | "soon" | "flush" | "notice" | "none";
+export type StepKind = "open" | "task" | "idle" | "resume" | "message" | "timer" | "soon" | "flush" | "notice" | "none";
 
 export interface SurvivingParams {
   readonly size: number;
@@ -81,25 +86,16 @@ interface Task {
   readonly b?: number;
 }
 
-interface InFlight {
-  readonly source: number;
-  readonly dest: number;
-  readonly tag: number;
-  readonly body: Record<string, unknown>;
-  readonly seq: number;
-}
-
 interface SimRank {
   readonly pool: ResilientDistributed<Task>;
-  runnable: boolean;
-  resumed: boolean;
+  /** Drives the wrapped engine, whose tasks are the ledger's entries. */
+  readonly driver: RankDriver<Entry<Task>>;
   readonly speed: number;
   dead: boolean;
   last: StepKind;
   /** Deaths this rank has not been told of yet, in order. */
   readonly notices: number[];
-  done: "pending" | "resolved" | "rejected";
-  error: Error | undefined;
+  readonly settled: Settlement;
 }
 
 export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOutcome> {
@@ -109,13 +105,11 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
   const timerWeight = 0.01 + rnd() * 0.2;
   const flushWeight = rnd() * 0.1;
   const noticeWeight = 0.02 + rnd() * 0.5;
-  const inFlight: InFlight[] = [];
-  const channelSeq = new Map<number, number>();
-  const lastDelivered = new Map<number, number>();
-  let overtakes = 0;
-  let timerSeq = 0;
-  const timers = new Map<number, { rank: number; fn: () => void }>();
-  const soons: { rank: number; fn: () => void }[] = [];
+  const network = new Network(size);
+  const inFlight = network.inFlight;
+  const held = new HeldTimers();
+  const timers = held.timers;
+  const soons = held.soons;
   const executed = new Map<number, number>();
   let ran = 0;
   const problems: string[] = [];
@@ -163,40 +157,17 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
   };
 
   for (let rank = 0; rank < size; rank++) {
-    const link: PoolLink = {
+    const admit = (dest: number, tag: number): boolean => {
+      if (dest < 0 || dest >= size || dest === rank) problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
+      if ((ranks[rank] as SimRank | undefined)?.dead) problems.push(`dead rank ${rank} sent tag ${tag}`);
+      return true;
+    };
+    const link = network.link(rank, admit, p.fifo === true);
+    const ctx = simContext<Task>(
       rank,
-      size,
-      send(dest, tag, body) {
-        if (dest < 0 || dest >= size || dest === rank) problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
-        if ((ranks[rank] as SimRank | undefined)?.dead) problems.push(`dead rank ${rank} sent tag ${tag}`);
-        const key = rank * size + dest;
-        const seq = (channelSeq.get(key) ?? 0) + 1;
-        channelSeq.set(key, seq);
-        inFlight.push({ source: rank, dest, tag, body: structuredClone(body), seq });
-        return 0;
-      },
-      fifo: p.fifo === true,
-    };
-    const timersOf: Timers = {
-      after(_ms, fn) {
-        const id = timerSeq++;
-        timers.set(id, { rank, fn });
-        return () => timers.delete(id);
-      },
-      soon(fn) {
-        soons.push({ rank, fn });
-      },
-    };
-    const stats = emptyStats(rank, "distributed");
-    stats.startedAt = 1;
-    const rt = new PoolRuntime(link, config, 1, stats, Results.of(undefined), undefined);
-    const ctx: TaskContext<Task> = {
-      rank,
-      signal: new AbortController().signal,
-      put: (task, o) => pool.put(task, o?.priority ?? 0, o?.to, true, o?.key),
-      give: () => {},
-      stop: (result) => pool.stop(result === undefined ? undefined : [result]),
-    };
+      (task, o) => pool.put(task, o?.priority ?? 0, o?.to, true, o?.key),
+      (result) => pool.stop(result === undefined ? undefined : [result]),
+    );
     const handler = (task: Task, c: TaskContext<Task>): number => {
       executed.set(task.id, (executed.get(task.id) ?? 0) + 1);
       ran++;
@@ -210,39 +181,27 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     };
     const initial = initialOf(rank).map((task) => ({ task, priority: 0, to: task.to }));
     const pool: ResilientDistributed<Task> = new ResilientDistributed<Task>(
-      rt,
+      simRuntime(link, config),
       handler,
       ctx,
       initial,
-      timersOf,
+      held.for(rank),
       p.commitMs,
     );
-    const sr: SimRank = {
+    ranks.push({
       pool,
-      runnable: true,
-      resumed: true,
+      driver: new RankDriver(pool.engine, false, undefined, true),
       speed: 0.1 + rnd(),
       dead: false,
       last: "none",
       notices: [],
-      done: "pending",
-      error: undefined,
-    };
-    pool.done.then(
-      () => {
-        sr.done = "resolved";
-      },
-      (e: Error) => {
-        sr.done = "rejected";
-        sr.error = e;
-      },
-    );
-    ranks.push(sr);
+      settled: new Settlement(pool.done),
+    });
   }
 
   const kill = (victim: SimRank, rank: number): void => {
     victim.dead = true;
-    victim.runnable = false;
+    victim.driver.runnable = false;
     killed.push(rank);
     killedAfter.push(victim.last);
     // What it had in flight: each message lost in its socket, or still on its way, as the seed says (with
@@ -262,46 +221,26 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     for (const r of ranks) if (!r.dead) r.notices.push(rank);
   };
 
+  /** One step of a rank's run loop; a throw fails its engine, as it would a real rank's loop. */
   const stepRank = (sr: SimRank): void => {
-    const e = sr.pool.engine;
+    const d = sr.driver;
     try {
-      if (e.over) {
-        sr.runnable = false;
-        return;
-      }
-      if (sr.resumed) {
-        sr.resumed = false;
-        sr.last = "resume";
-        e.afterTask();
-        return;
-      }
-      const task = e.next();
-      if (task !== undefined) {
+      const kind = d.step();
+      if (kind === "task") {
         sr.last = "task";
-        e.execute(task);
-        if (!e.over) e.afterTask();
-        return;
-      }
-      sr.last = "idle";
-      if (e.settle()) return;
-      if (e.park()) {
-        sr.runnable = false;
-        e.wakeup = () => {
-          sr.runnable = true;
-          sr.resumed = true;
-        };
-      }
+        d.end();
+      } else if (kind !== "over") sr.last = kind;
     } catch (err) {
-      e.fail(err as Error);
-      sr.runnable = false;
+      sr.pool.engine.fail(err as Error);
+      d.runnable = false;
     }
   };
 
   let steps = 0;
   for (; steps < MAX_STEPS; steps++) {
-    for (const r of ranks) if (r.pool.engine.over || r.dead) r.runnable = false;
+    for (const r of ranks) if (r.pool.engine.over || r.dead) r.driver.runnable = false;
     const live = ranks.filter((r) => !r.dead);
-    const runnable = live.filter((r) => r.runnable);
+    const runnable = live.filter((r) => r.driver.runnable);
     const noticed = live.filter((r) => r.notices.length > 0);
     // spread, flat: the app's puts on a rank count once its first commit has reached the root (docs/survival.md).
     const victims = ranks.filter(
@@ -312,10 +251,8 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
         ((workload !== "spread" && workload !== "flat") || reachedRoot.has(i)),
     );
     const wantKill = killPoints.length > 0 && ran >= (killPoints[0] as number) && victims.length > 1;
-    const liveTimers = [...timers].filter(([, t]) => !(ranks[t.rank] as SimRank).dead);
-    const liveSoons = soons.filter((s) => !(ranks[s.rank] as SimRank).dead);
-    if (liveSoons.length !== soons.length) soons.splice(0, soons.length, ...liveSoons);
-    for (const [id, t] of timers) if ((ranks[t.rank] as SimRank).dead) timers.delete(id);
+    held.forget((rank) => (ranks[rank] as SimRank).dead);
+    const liveTimers = [...timers];
     if (
       runnable.length === 0 &&
       inFlight.length === 0 &&
@@ -340,20 +277,10 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     const wNotice = noticed.length > 0 ? noticeWeight : 0;
     let pick = rnd() * (wDeliver + wRun + wTimer + wSoon + wFlush + wNotice);
     if ((pick -= wDeliver) < 0) {
-      let i = Math.floor(rnd() * inFlight.length);
-      if (p.fifo) {
-        // The channel picked delivers its oldest message.
-        const { source, dest } = inFlight[i] as InFlight;
-        for (let j = 0; j < inFlight.length; j++) {
-          const o = inFlight[j] as InFlight;
-          if (o.source === source && o.dest === dest && o.seq < (inFlight[i] as InFlight).seq) i = j;
-        }
-      }
-      const m = inFlight[i] as InFlight;
-      inFlight.splice(i, 1);
-      const key = m.source * size + m.dest;
-      if (m.seq < (lastDelivered.get(key) ?? 0)) overtakes++;
-      else lastDelivered.set(key, m.seq);
+      const i = Math.floor(rnd() * inFlight.length);
+      // With ordered channels, the channel picked delivers its oldest message.
+      const m = network.take(p.fifo ? network.oldestOnChannel(i) : i);
+      network.arrived(m);
       const to = ranks[m.dest] as SimRank;
       if (to.dead) continue;
       if (m.dest === 0 && m.tag === COMMIT_TAG && m.body.s === 1 && !to.notices.includes(m.source)) {
@@ -374,12 +301,11 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
       }
       stepRank(chosen);
     } else if ((pick -= wTimer) < 0) {
-      const [id, t] = liveTimers[Math.floor(rnd() * liveTimers.length)] as [number, { rank: number; fn: () => void }];
-      timers.delete(id);
+      const t = held.take((liveTimers[Math.floor(rnd() * liveTimers.length)] as [number, Held])[0]);
       (ranks[t.rank] as SimRank).last = "timer";
       t.fn();
     } else if ((pick -= wSoon) < 0) {
-      const s = soons.shift() as { rank: number; fn: () => void };
+      const s = held.takeSoon();
       (ranks[s.rank] as SimRank).last = "soon";
       s.fn();
     } else if ((pick -= wFlush) < 0) {
@@ -403,10 +329,11 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     redealt += r.pool.engine.rt.stats.counters.tasksRedealt ?? 0;
     toRootAtOnce += r.pool.engine.rt.stats.counters.transfersToRootAtOnce ?? 0;
     if (r.dead) continue;
-    if (r.done === "pending" && steps < MAX_STEPS) problems.push(`rank ${rank} never ended: a hang`);
-    if (r.done === "rejected") problems.push(`rank ${rank} rejected: ${r.error?.message}`);
+    const { state, error } = r.settled;
+    if (state === "pending" && steps < MAX_STEPS) problems.push(`rank ${rank} never ended: a hang`);
+    if (state === "rejected") problems.push(`rank ${rank} rejected: ${error?.message}`);
     const got = r.pool.engine.rt.results.final?.[0] ?? 0;
-    if (r.done === "resolved" && got !== expected) {
+    if (state === "resolved" && got !== expected) {
       problems.push(`rank ${rank}: result ${String(got)}, expected ${expected} (a task counted twice or lost)`);
     }
   }
@@ -416,5 +343,14 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     if (n === 0) problems.push(`task ${id} never ran`);
     if (n > 1) rerun += n - 1;
   }
-  return { problems: problems.slice(0, 5), steps, killed, killedAfter, redealt, toRootAtOnce, rerun, overtakes };
+  return {
+    problems: problems.slice(0, 5),
+    steps,
+    killed,
+    killedAfter,
+    redealt,
+    toRootAtOnce,
+    rerun,
+    overtakes: network.overtakes,
+  };
 }
