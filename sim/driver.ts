@@ -26,7 +26,7 @@ export class RankDriver<T> {
   running: T | undefined = undefined;
   /** The next step is the `afterTask` of a rank that resumes (at the start, and after a wake-up). */
   private resumed = true;
-  private opened: boolean;
+  private opened = false;
   /** Set as the engine's `wakeup` while the rank is parked or gated. */
   private readonly wake: () => void;
 
@@ -40,9 +40,7 @@ export class RankDriver<T> {
     readonly engine: DistributedEngine<T>,
     private readonly idleResumes: boolean,
     onWake?: () => void,
-    opened = false,
   ) {
-    this.opened = opened;
     this.wake =
       onWake === undefined
         ? () => {

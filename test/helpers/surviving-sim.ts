@@ -3,7 +3,7 @@
  * resilient.ts): N real ResilientDistributed engines (real balancers, queues, ledger) in one thread, joined by
  * simulated channels that a seeded adversarial scheduler drives, as test/helpers/simulation.ts does for the
  * plain pool. At every step it picks, from the seed, one of: deliver any message in flight (channels reorder),
- * let one rank take its next step (run a task, go idle, resume), fire a timer, run a deferred callback, end a
+ * let one rank take its next step (open, run a task, go idle, resume), fire a timer, run a deferred callback, end a
  * rank's slice (flush its outbox), kill a rank (not the root), or tell one live rank of a death. A killed
  * rank sends nothing more; each message it had in flight is lost or still arrives, as the seed says, until
  * its receiver learns of the death (then the receiver drops it, as the messaging layer does). Every rank
@@ -190,7 +190,7 @@ export async function simulateSurviving(p: SurvivingParams): Promise<SurvivingOu
     );
     ranks.push({
       pool,
-      driver: new RankDriver(pool.engine, false, undefined, true),
+      driver: new RankDriver(pool.engine, false),
       speed: 0.1 + rnd(),
       dead: false,
       last: "none",
