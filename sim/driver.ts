@@ -86,6 +86,23 @@ export class RankDriver<T> {
     return "idle";
   }
 
+  /**
+   * Takes the rank's next step and runs a task handed out at once (the adversarial simulations: a task is one
+   * step). A throw fails the engine, as it would a real rank's loop; then the rank takes no more steps, and
+   * the step is undefined.
+   */
+  advance(): DriverStep | undefined {
+    try {
+      const kind = this.step();
+      if (kind === "task") this.end();
+      return kind;
+    } catch (err) {
+      this.engine.fail(err as Error);
+      this.runnable = false;
+      return undefined;
+    }
+  }
+
   /** Runs the task handed out, then the balancer's look at the queue unless the run ended with it. */
   end(): void {
     const task = this.running as T;

@@ -107,37 +107,45 @@ export function replayHint(p: SimParams): string {
 }
 
 export async function simulate(params: SimParams): Promise<SimOutcome> {
-  const { size, tasks, workload } = params;
   const rnd = seededRandom(params.seed * 7919 + 17);
   // Per-schedule adversary: how eager delivery is against running, and each rank's speed.
-  const deliverWeight = 0.05 + rnd() * 0.9;
-  const timerWeight = 0.01 + rnd() * 0.2;
-  const flushWeight = rnd() * 0.1;
-  const network = new Network(size);
-  const inFlight = network.inFlight;
-  const held = new HeldTimers();
-  const timers = held.timers;
-  const soons = held.soons;
-  const executed = new Map<number, number>();
-  const problems: string[] = [];
-  const ranks: SimRank[] = [];
+  const adversary: Adversary = { deliver: 0.05 + rnd() * 0.9, timer: 0.01 + rnd() * 0.2, flush: rnd() * 0.1 };
+  const sim = build(params, rnd);
+  const steps = schedule(sim, adversary, rnd);
+  // Let the engines' done promises settle.
+  await new Promise((resolve) => setImmediate(resolve));
+  check(params, sim, steps);
+  const counters: Record<string, number> = {};
+  for (const r of sim.ranks) {
+    for (const [k, v] of Object.entries(r.engine.rt.stats.counters)) {
+      // Times are the real clock's, not the schedule's: left out, so that a schedule's outcome replays.
+      if (!k.endsWith("Ms")) counters[k] = (counters[k] ?? 0) + v;
+    }
+  }
+  return { params, problems: sim.problems.slice(0, 5), steps, overtakes: sim.network.overtakes, counters };
+}
 
-  const config = resolvePoolConfig(
-    {
-      mode: "distributed",
-      initiation: params.initiation,
-      ...(params.partner !== undefined ? { partner: params.partner } : {}),
-      ...(params.topology !== undefined ? { topology: params.topology } : {}),
-      termination: params.termination,
-      seed: params.seed,
-      ...(params.lowWater !== undefined ? { lowWater: params.lowWater } : {}),
-      ...(params.highWater !== undefined ? { highWater: params.highWater } : {}),
-    },
-    undefined,
-    size,
-  );
-  const stopAt = Math.floor(tasks / 2);
+/** How likely each kind of step is, against running a rank (1 - deliver). */
+interface Adversary {
+  readonly deliver: number;
+  readonly timer: number;
+  readonly flush: number;
+}
 
+/** One schedule's ranks, channels and timers, and what its tasks did. */
+interface Sim {
+  readonly ranks: SimRank[];
+  readonly network: Network;
+  readonly held: HeldTimers;
+  /** Runs of each task, by id. */
+  readonly executed: Map<number, number>;
+  /** Tasks a correct run runs. */
+  readonly expected: number;
+  readonly problems: string[];
+}
+
+/** The workload's tasks: where they start, the children each puts, and how many run in a correct run. */
+function workloadOf({ size, tasks, workload }: SimParams) {
   const per = Math.floor(tasks / size);
   const childrenOf = (task: Task): Task[] => {
     const id = task.id;
@@ -173,20 +181,40 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
         return rank === 0 ? [{ id: 0 }] : [];
     }
   };
-  /** Ids that run in a correct run. */
-  const expected = (): number => {
-    switch (workload) {
-      case "empty":
-        return 0;
-      case "spread":
-        return per * size;
-      default:
-        return tasks;
-    }
-  };
+  const expected = workload === "empty" ? 0 : workload === "spread" ? per * size : tasks;
+  return { childrenOf, initialOf, expected };
+}
 
+/** The ranks: a real engine each, on the kernel's channels and timers; each draws its speed from `rnd`. */
+function build(params: SimParams, rnd: () => number): Sim {
+  const { size, tasks, workload } = params;
+  const config = resolvePoolConfig(
+    {
+      mode: "distributed",
+      initiation: params.initiation,
+      ...(params.partner !== undefined ? { partner: params.partner } : {}),
+      ...(params.topology !== undefined ? { topology: params.topology } : {}),
+      termination: params.termination,
+      seed: params.seed,
+      ...(params.lowWater !== undefined ? { lowWater: params.lowWater } : {}),
+      ...(params.highWater !== undefined ? { highWater: params.highWater } : {}),
+    },
+    undefined,
+    size,
+  );
+  const { childrenOf, initialOf, expected } = workloadOf(params);
+  const sim: Sim = {
+    ranks: [],
+    network: new Network(size),
+    held: new HeldTimers(),
+    executed: new Map(),
+    expected,
+    problems: [],
+  };
+  const { executed, problems } = sim;
+  const stopAt = Math.floor(tasks / 2);
   for (let rank = 0; rank < size; rank++) {
-    const link = network.link(rank, (dest, tag) => {
+    const link = sim.network.link(rank, (dest, tag) => {
       if (dest < 0 || dest >= size || dest === rank) problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
       return true;
     });
@@ -208,27 +236,19 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
       return 1;
     };
     const initial = initialOf(rank).map((task) => ({ task, priority: 0, to: task.to }));
-    const engine: DistributedEngine<Task> = new DistributedEngine<Task>(
-      simRuntime(link, config),
-      handler,
-      ctx,
-      initial,
-      held.for(rank),
-    );
+    const timers = sim.held.for(rank);
+    const engine = new DistributedEngine<Task>(simRuntime(link, config), handler, ctx, initial, timers);
     const driver = new RankDriver(engine, false);
-    ranks.push({ engine, driver, speed: 0.1 + rnd(), settled: new Settlement(engine.done) });
+    sim.ranks.push({ engine, driver, speed: 0.1 + rnd(), settled: new Settlement(engine.done) });
   }
+  return sim;
+}
 
-  /** One step of a rank's run loop; a throw fails its engine, as it would a real rank's loop. */
-  const stepRank = (sr: SimRank): void => {
-    try {
-      if (sr.driver.step() === "task") sr.driver.end();
-    } catch (err) {
-      sr.engine.fail(err as Error);
-      sr.driver.runnable = false;
-    }
-  };
-
+/** Runs the schedule the seed picks until nothing is left to happen (or MAX_STEPS); returns the steps taken. */
+function schedule(sim: Sim, adversary: Adversary, rnd: () => number): number {
+  const { ranks, network, held } = sim;
+  const { inFlight } = network;
+  const { timers, soons } = held;
   let steps = 0;
   for (; steps < MAX_STEPS; steps++) {
     const runnable = ranks.filter((r) => r.driver.runnable && !r.engine.over);
@@ -237,28 +257,18 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
     const canTimer = timers.size > 0;
     const canSoon = soons.length > 0;
     if (runnable.length === 0 && !canDeliver && !canTimer && !canSoon) break;
-    const wDeliver = canDeliver ? deliverWeight : 0;
-    const wRun = runnable.length > 0 ? 1 - deliverWeight : 0;
-    const wTimer = canTimer ? timerWeight : 0;
+    const wDeliver = canDeliver ? adversary.deliver : 0;
+    const wRun = runnable.length > 0 ? 1 - adversary.deliver : 0;
+    const wTimer = canTimer ? adversary.timer : 0;
     const wSoon = canSoon ? 0.1 : 0;
-    const wFlush = runnable.length > 0 ? flushWeight : 0;
+    const wFlush = runnable.length > 0 ? adversary.flush : 0;
     let pick = rnd() * (wDeliver + wRun + wTimer + wSoon + wFlush);
     if ((pick -= wDeliver) < 0) {
       const m = network.take(Math.floor(rnd() * inFlight.length));
       network.arrived(m);
       (ranks[m.dest] as SimRank).engine.onMessage(m.source, m.tag, m.body);
     } else if ((pick -= wRun) < 0) {
-      let total = 0;
-      for (const r of runnable) total += r.speed;
-      let x = rnd() * total;
-      let chosen = runnable[runnable.length - 1] as SimRank;
-      for (const r of runnable) {
-        if ((x -= r.speed) < 0) {
-          chosen = r;
-          break;
-        }
-      }
-      stepRank(chosen);
+      bySpeed(runnable, rnd).driver.advance();
     } else if ((pick -= wTimer) < 0) {
       const ids = [...timers.keys()];
       held.take(ids[Math.floor(rnd() * ids.length)] as number).fn();
@@ -269,9 +279,22 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
       r.engine.flush();
     }
   }
-  // Let the engines' done promises settle.
-  await new Promise((resolve) => setImmediate(resolve));
+  return steps;
+}
 
+/** One of the ranks that can step, each as likely as its speed. */
+export function bySpeed<R extends { readonly speed: number }>(runnable: readonly R[], rnd: () => number): R {
+  let total = 0;
+  for (const r of runnable) total += r.speed;
+  let x = rnd() * total;
+  for (const r of runnable) if ((x -= r.speed) < 0) return r;
+  return runnable[runnable.length - 1] as R;
+}
+
+/** What a correct run ends with, per workload; what differs goes into `sim.problems`. */
+function check(params: SimParams, sim: Sim, steps: number): void {
+  const { workload } = params;
+  const { ranks, problems, executed } = sim;
   if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (livelock?)`);
   const finals = ranks.map((r) => r.engine.rt.results.final?.[0]);
   const pending = ranks.filter((r) => r.settled.state === "pending").length;
@@ -295,7 +318,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
     }
   }
   if (workload !== "stop" && workload !== "fail" && problems.length === 0) {
-    const want = expected();
+    const want = sim.expected;
     let ran = 0;
     for (const [id, n] of executed) {
       ran += n;
@@ -306,15 +329,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
       const got = v ?? 0;
       if (got !== want) problems.push(`rank ${rank}: result ${String(got)}, expected ${want} (lost partial result)`);
     }
-    const left = inFlight.filter((m) => (m.body.t as unknown[] | undefined)?.length);
+    const left = sim.network.inFlight.filter((m) => (m.body.t as unknown[] | undefined)?.length);
     if (left.length > 0) problems.push(`${left.length} task message(s) still in flight after the end`);
   }
-  const counters: Record<string, number> = {};
-  for (const r of ranks) {
-    for (const [k, v] of Object.entries(r.engine.rt.stats.counters)) {
-      // Times are the real clock's, not the schedule's: left out, so that a schedule's outcome replays.
-      if (!k.endsWith("Ms")) counters[k] = (counters[k] ?? 0) + v;
-    }
-  }
-  return { params, problems: problems.slice(0, 5), steps, overtakes: network.overtakes, counters };
 }
