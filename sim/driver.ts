@@ -8,8 +8,8 @@
  *
  * Invariants: `open` is the first step, once; a parked or gated rank is not runnable until the engine calls its
  * `wakeup`, and then resumes with `afterTask`, as the engine's loop does; a task the driver hands out (`step`
- * says "task") runs with `end`, now or later, and the rank takes no step in between. A step that throws leaves
- * the driver as it was before the throw: the caller fails the engine, as a real rank's loop does.
+ * says "task") runs with `end`, now or later, and the rank takes no step in between. A step that throws fails
+ * the engine (`advance`, or the timed simulation's caller), as it would a real rank's loop.
  */
 import type { DistributedEngine } from "../lib/internal.ts";
 
@@ -41,17 +41,11 @@ export class RankDriver<T> {
     private readonly idleResumes: boolean,
     onWake?: () => void,
   ) {
-    this.wake =
-      onWake === undefined
-        ? () => {
-            this.runnable = true;
-            this.resumed = true;
-          }
-        : () => {
-            this.runnable = true;
-            this.resumed = true;
-            onWake();
-          };
+    this.wake = () => {
+      this.runnable = true;
+      this.resumed = true;
+      onWake?.();
+    };
   }
 
   /** Takes the rank's next step. After "task", `running` holds the task, for `end`. */
