@@ -13,7 +13,7 @@ export default tseslint.config(
     },
   },
   // Layers point down: messaging knows nothing of pools (world.pool() is defined in lib/pool/pool.ts), and
-  // the launcher and the benchmarks reach the library only through its entries.
+  // the launcher, the benchmarks and the simulation kernel reach the library only through its entries.
   {
     files: ["lib/comm/**"],
     rules: {
@@ -24,7 +24,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ["launcher/**", "bench/**"],
+    files: ["launcher/**", "bench/**", "sim/**"],
     rules: {
       "no-restricted-imports": [
         "error",
@@ -32,7 +32,8 @@ export default tseslint.config(
           patterns: [
             {
               group: ["**/lib/**", "!**/lib/index.ts", "!**/lib/internal.ts", "!**/lib/internal-start.ts"],
-              message: "the launcher and bench/ import lib/index.ts, lib/internal.ts or lib/internal-start.ts only",
+              message:
+                "the launcher, bench/ and sim/ import lib/index.ts, lib/internal.ts or lib/internal-start.ts only",
             },
           ],
         },

@@ -23,15 +23,9 @@ import {
   type SuiteReport,
   WORKPOOL_BIN,
 } from "./harness.ts";
-import {
-  DEFAULT_LATENCY,
-  describeLatency,
-  replayTimed,
-  simulateTimed,
-  TIMED_WORKLOADS,
-  type TimedParams,
-  type TimedWorkload,
-} from "./sim/timed.ts";
+import { DEFAULT_LATENCY, describeLatency } from "./sim/latency.ts";
+import { replayTimed, simulateTimed, type TimedParams } from "./sim/timed.ts";
+import { TIMED_WORKLOADS, type TimedWorkload } from "./sim/workload.ts";
 
 const PROGRAM = new URL("./programs/distributed-ranks.ts", import.meta.url).pathname;
 /** The combinations docs/distributed.md recommends past 1,000 ranks. */

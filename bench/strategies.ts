@@ -30,14 +30,9 @@ import {
   type SuiteReport,
   WORKPOOL_BIN,
 } from "./harness.ts";
-import {
-  DEFAULT_LATENCY,
-  describeLatency,
-  replayTimed,
-  simulateTimed,
-  type TimedParams,
-  type TimedWorkload,
-} from "./sim/timed.ts";
+import { DEFAULT_LATENCY, describeLatency } from "./sim/latency.ts";
+import { replayTimed, simulateTimed, type TimedParams } from "./sim/timed.ts";
+import type { TimedWorkload } from "./sim/workload.ts";
 import { activity, type RunJson, solveTree } from "./trees.ts";
 
 const PROGRAM = new URL("./programs/strategies-ranks.ts", import.meta.url).pathname;

@@ -10,14 +10,9 @@
 import { comboName } from "../../lib/internal.ts";
 import { availableCombos } from "../combos.ts";
 import { fmt, formatTable } from "../harness.ts";
-import {
-  describeLatency,
-  replayTimed,
-  simulateTimed,
-  TIMED_WORKLOADS,
-  type TimedParams,
-  type TimedWorkload,
-} from "./timed.ts";
+import { describeLatency } from "./latency.ts";
+import { replayTimed, simulateTimed, type TimedParams } from "./timed.ts";
+import { TIMED_WORKLOADS, type TimedWorkload } from "./workload.ts";
 
 function fail(message: string): never {
   process.stderr.write(`sim: ${message}\n`);

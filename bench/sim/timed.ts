@@ -4,101 +4,41 @@
  * The untimed sibling, test/helpers/simulation.ts, hunts for wrong answers under adversarial orders; this
  * one asks how long a run takes, at sizes no machine here can launch (1024 ranks):
  *
- * - Each task has a simulated duration (the workload gives it). A rank runs one task at a time and, like the
- *   emulated real runs (whose tasks are timed waits), handles the messages and timers that fall due while its
- *   task runs. The handler itself runs when the task's time is up (so a tree task puts its children at its
- *   end, as bench/programs/trees-ranks.ts's emulated nodes do).
- * - Every message arrives `messageMs` (plus a seeded jitter of up to 10%) after it leaves, plus `perTaskMs`
- *   per task it carries (its size); channels are FIFO (a message never arrives before one sent earlier on its
- *   channel), as ZeroMQ's are. Each message also costs its sender `sendCpuMs` and its receiver `receiveCpuMs`
- *   of CPU: a rank's sends and receipts queue one after another on its CPU, so a root sending DONE to 4,095
- *   ranks, or a rank answering a thousand requests, takes time that grows with their number. (Tasks are timed
- *   waits, as in the emulated real runs: they take no CPU, and a rank handles messages while one runs.)
- * - Ranks start at seeded times spread over `startSkewMs` (the skew of leaving the barrier before `run`).
+ * - Each task has a simulated duration (the workload gives it: workload.ts). A rank runs one task at a time
+ *   and, like the emulated real runs (whose tasks are timed waits), handles the messages and timers that fall
+ *   due while its task runs. The handler itself runs when the task's time is up (so a tree task puts its
+ *   children at its end, as bench/programs/trees-ranks.ts's emulated nodes do).
+ * - Messages take time in flight and CPU at both ends, on FIFO channels; ranks start at seeded times spread
+ *   over `startSkewMs` (latency.ts). (Tasks are timed waits, as in the emulated real runs: they take no CPU,
+ *   and a rank handles messages while one runs.)
  * - Timers (the engine's `Timers` seam) fire at virtual times, at least 1 ms after they are set, as Node's do.
  *
- * Between events a rank's steps mirror DistributedEngine's run loop (next, execute, afterTask, settle, park),
- * as the untimed simulation does. The engine also reads the real clock (Executor statistics, `lastActivityAt`):
- * harmless here (only latency counters use it); every figure comes from the virtual clock.
+ * The ranks are the simulation kernel's (sim/): between events a rank's steps mirror DistributedEngine's run
+ * loop (sim/driver.ts: open, afterTask, next, execute, settle, park), as in the untimed simulations; a task
+ * handed out ends `ms` later on the clock. The engine also reads the real clock (Executor statistics,
+ * `lastActivityAt`): harmless here (only latency counters use it); every figure comes from the virtual clock.
  *
  * Outcome: makespan (when the root detected termination, as the real bench times it on rank 0), the bound
  * max(total work / ranks, longest task; for a tree, longest root-to-leaf chain of durations), pool messages
  * per task, tasks moved, and an exactly-once check (every task ran once; every rank's result counts them all).
  */
-import { Random } from "../../apps/common/random.ts";
-import type { TaskContext } from "../../lib/index.ts";
+import type { PoolConfig, TaskContext } from "../../lib/index.ts";
 import {
   comboFromName,
   DistributedEngine,
-  emptyStats,
   type PoolLink,
   type PoolOptions,
-  PoolRuntime,
   resolvePoolConfig,
-  Results,
+  seededRandom,
   type Timers,
 } from "../../lib/internal.ts";
+import { RankDriver } from "../../sim/driver.ts";
+import { copyBody } from "../../sim/network.ts";
+import { simContext, simRuntime, Settlement } from "../../sim/ranks.ts";
 import { registered } from "../combos.ts";
-import { drawEmulatedMs, MEAN_MS, putEmulatedWork } from "../programs/emulated.ts";
 import { type ClockEvent, VirtualClock } from "./clock.ts";
-
-/**
- * Workloads, all of emulated work (Pareto alpha 3, mean 20 ms, as bench/programs/emulated.ts):
- * - one-source: `workPerRankMs x size` of independent tasks, all put on rank 0.
- * - spread: every rank puts its own `workPerRankMs` of independent tasks (its own seed).
- * - tree: one root task on rank 0 whose subtree holds `workPerRankMs x size` of work: each task takes a
- *   Pareto duration of its subtree's budget and splits the rest among 1 to 4 children at random weights
- *   (a leaf below 1 ms of rest keeps it), so subtrees are uneven and work only spreads as the tree unfolds.
- * - deep: the same from one root task, in the shape of UTS T3 (a binomial tree near its critical point: long
- *   chains, a narrow frontier): each task has one child, which gets all the rest, except that one task in
- *   `DEEP_FORK` (seeded) forks two, at random weights; so few tasks are ever queued beyond those running, and
- *   the longest chain is a good part of the bound.
- */
-export const TIMED_WORKLOADS = ["one-source", "spread", "tree", "deep"] as const;
-export type TimedWorkload = (typeof TIMED_WORKLOADS)[number];
-
-/**
- * What messages cost: `messageMs` in flight per message (plus a seeded jitter of up to 10%), plus `perTaskMs`
- * per task carried; `sendCpuMs` and `receiveCpuMs` of the sending and the receiving rank's CPU per message;
- * and ranks starting spread over `startSkewMs`.
- */
-export interface Latency {
-  readonly messageMs: number;
-  readonly perTaskMs: number;
-  /** @default 0 */
-  readonly sendCpuMs?: number;
-  /** @default 0 */
-  readonly receiveCpuMs?: number;
-  /** @default 0 */
-  readonly startSkewMs?: number;
-  /**
-   * CPUs the ranks share for that per-message work (a machine with fewer cores than ranks, as the real 64-rank
-   * runs on 2 cores); each rank's own messages still take turns. @default one per rank
-   */
-  readonly cores?: number;
-}
-
-/**
- * About a message between two processes over loopback ZeroMQ, a few microseconds to encode a task, and the
- * CPU a Node.js rank spends to encode and hand over a small message (send), and to take, decode and route one
- * (receive); ranks leave the barrier before `run` within a millisecond.
- */
-export const DEFAULT_LATENCY: Latency = {
-  messageMs: 0.05,
-  perTaskMs: 0.002,
-  sendCpuMs: 0.005,
-  receiveCpuMs: 0.01,
-  startSkewMs: 1,
-};
-
-export function describeLatency(l: Latency = DEFAULT_LATENCY): string {
-  return (
-    `each message arrives ${l.messageMs * 1000} us after it leaves (+ up to 10% seeded jitter) + ${l.perTaskMs * 1000} us ` +
-    `per task it carries, and costs ${(l.sendCpuMs ?? 0) * 1000} us of its sender's CPU and ${(l.receiveCpuMs ?? 0) * 1000} us ` +
-    `of its receiver's${l.cores === undefined ? "" : ` on ${l.cores} shared cores`}; FIFO channels; ranks start spread over ` +
-    `${l.startSkewMs ?? 0} ms; timers fire at virtual times`
-  );
-}
+import { DEFAULT_LATENCY, type Latency, Wire } from "./latency.ts";
+import { runIdeal, type SimTask, TimedWork, type TimedWorkload } from "./workload.ts";
 
 export interface TimedParams {
   readonly size: number;
@@ -173,342 +113,42 @@ export function replayTimed(p: TimedParams): string {
   return `replay: simulateTimed(${JSON.stringify(p)}) (bench/sim/timed.ts)`;
 }
 
-interface SimTask {
-  readonly id: number;
-  readonly ms: number;
-  /** tree: work of the task's subtree below it, ms. */
-  readonly w?: number;
-  /** tree: durations of the chain of tasks above it, ms. */
-  readonly c?: number;
-  /** tree: the task's place in the tree, hashed (its shape depends on the seed only, not on the schedule). */
-  readonly k?: number;
-}
-
 interface SimRank {
-  readonly engine: DistributedEngine<SimTask>;
-  running: SimTask | undefined;
-  done: "pending" | "resolved" | "rejected";
-  error: Error | undefined;
+  readonly driver: RankDriver<SimTask>;
+  readonly settled: Settlement;
+  /** The run has ended here (counted in `over`). */
   over: boolean;
 }
 
 const DEFAULT_MAX_RATIO = 5;
-/** Below this much work left in its subtree, a tree task is a leaf and does it all itself. */
-const LEAF_REST_MS = 1;
-const MAX_CHILDREN = 4;
-/** deep: the share of tasks that fork two children (the others have one). */
-const DEEP_FORK = 0.25;
 
 export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> {
   const wall0 = performance.now();
-  const { size, workload, seed } = params;
-  const combo = comboFromName(params.combo);
-  if (!combo) throw new Error(`simulateTimed: unknown combination \`${params.combo}\` (see comboName in config.ts)`);
-  if (!registered(combo))
-    throw new Error(`simulateTimed: combination \`${params.combo}\` names a strategy not in the registries yet`);
-  if (!Number.isInteger(size) || size < 2) throw new Error(`simulateTimed: size must be an integer >= 2; got ${size}`);
-  if (!(params.workPerRankMs > 0))
-    throw new Error(`simulateTimed: workPerRankMs must be > 0; got ${params.workPerRankMs}`);
-  const latency = params.latency ?? DEFAULT_LATENCY;
-  const config = resolvePoolConfig(
-    { ...params.options, mode: "distributed", ...combo, seed: params.options?.seed ?? seed },
-    undefined,
-    size,
-  );
-
+  const config = configOf(params);
+  const { size, seed } = params;
   const clock = new VirtualClock();
-  const problems: string[] = [];
-  const jitter = new Random(seed * 7919 + 13);
-  /** When the last message sent on each channel arrives (FIFO channels). */
-  const channelLast = new Float64Array(size * size);
-  /** Task messages delivered or not: counted to catch tasks left in flight after the end. */
-  const inFlightTasks = new Set<ClockEvent>();
-  let taskMessages = 0;
-
-  // ---- the workload ----
-  const executed: number[] = [];
-  let created = 0;
-  let totalWorkMs = 0;
-  let longestMs = 0;
-  let lastTaskMs = 0;
-  let ran = 0;
-  const newTask = (ms: number, tree?: { w: number; c: number; k: number }): SimTask => {
-    totalWorkMs += ms;
-    const chain = (tree?.c ?? 0) + ms;
-    if (chain > longestMs) longestMs = chain;
-    const t: SimTask = tree === undefined ? { id: created, ms } : { id: created, ms, ...tree };
-    executed[created++] = 0;
-    return t;
-  };
-  const initial: SimTask[][] = Array.from({ length: size }, () => []);
-  const budget = params.workPerRankMs * size;
-  const ws = params.workSeed;
-  if (workload === "one-source") putEmulatedWork((ms) => initial[0]?.push(newTask(ms)), budget, ws ?? seed);
-  else if (workload === "spread") {
-    for (let r = 0; r < size; r++) {
-      const s = ws === undefined ? seed * 100_003 + r : ws + 7919 * r;
-      putEmulatedWork((ms) => initial[r]?.push(newTask(ms)), params.workPerRankMs, s);
-    }
-  } else initial[0]?.push(treeTask(budget, 0, mix(seed, workload === "deep" ? 0xdee9 : 0x5eed)));
-
-  /** A tree task with `subtree` ms of work (itself included), below a chain of `chain` ms, at place `key`. */
-  function treeTask(subtree: number, chain: number, key: number): SimTask {
-    let ms = Math.min(subtree, drawEmulatedMs(new Random(key)));
-    if (subtree - ms < LEAF_REST_MS) ms = subtree;
-    return newTask(ms, { w: subtree - ms, c: chain, k: key });
-  }
-  const childrenOf = (task: SimTask): SimTask[] => {
-    const rest = task.w ?? 0;
-    const key = task.k ?? 0;
-    if (rest <= 0) return [];
-    const random = new Random(mix(key, 0x9e3779b9));
-    const n =
-      rest < 2 * MEAN_MS
-        ? 1
-        : workload === "deep"
-          ? random.next() < DEEP_FORK
-            ? 2
-            : 1
-          : 1 + Math.floor(random.next() * MAX_CHILDREN);
-    const weights = Array.from({ length: n }, () => 0.1 + random.next());
-    const sum = weights.reduce((a, b) => a + b, 0);
-    const chain = (task.c ?? 0) + task.ms;
-    return weights.map((x, i) => treeTask((rest * x) / sum, chain, mix(key, i + 1)));
-  };
-
-  if (params.ideal) return idealRun();
-  /** The ideal central scheduler (`ideal`): greedy, newest first, free messages. */
-  function idealRun(): TimedOutcome {
-    const queue: SimTask[] = initial.flat();
-    let free = size;
-    const fill = () => {
-      for (; free > 0 && queue.length > 0; free--) {
-        const task = queue.pop() as SimTask;
-        clock.at(clock.now + task.ms, () => {
-          executed[task.id] = 1;
-          ran++;
-          lastTaskMs = clock.now;
-          free++;
-          if (workload === "tree" || workload === "deep") queue.push(...childrenOf(task));
-          fill();
-        });
-      }
-    };
-    fill();
-    while (clock.step(Number.POSITIVE_INFINITY));
-    const boundMs = Math.max(totalWorkMs / size, longestMs);
-    return {
-      params,
-      problems: ran === created ? [] : [`${ran} task runs, expected ${created}`],
-      tasks: created,
-      totalWorkMs,
-      longestMs,
-      boundMs,
-      ended: true,
-      makespanMs: lastTaskMs,
-      lastTaskMs,
-      allDoneMs: lastTaskMs,
-      detectMs: 0,
-      endMs: 0,
-      ratio: lastTaskMs / boundMs,
-      messages: 0,
-      messagesPerTask: 0,
-      moved: 0,
-      counters: {},
-      events: clock.events,
-      peakEvents: clock.peak,
-      wallSeconds: (performance.now() - wall0) / 1000,
-    };
+  const work = new TimedWork(size, params.workload, params.workPerRankMs, seed, params.workSeed);
+  if (params.ideal) {
+    runIdeal(work, size, clock);
+    const problems = work.ran === work.created ? [] : [`${work.ran} task runs, expected ${work.created}`];
+    const at = work.lastTaskMs;
+    return outcomeOf(params, work, clock, wall0, problems, { ended: true, rootDoneMs: at, allDoneMs: at });
   }
 
-  // ---- the ranks ----
-  const ranks: SimRank[] = [];
-  let overCount = 0;
-  let rootDoneMs = Number.NaN;
-  let allDoneMs = Number.NaN;
-  /** After a callback on rank r: did the run end there? */
-  const checkOver = (sr: SimRank, rank: number): void => {
-    if (sr.over || !sr.engine.over) return;
-    sr.over = true;
-    overCount++;
-    if (rank === 0) rootDoneMs = clock.now;
-    if (overCount === size) allDoneMs = clock.now;
-  };
-  /** Runs a callback of rank r's: a throw is the engine's failure, as it would crash a real rank. */
-  const onRank = (rank: number, fn: () => void): void => {
-    const sr = ranks[rank] as SimRank;
-    try {
-      fn();
-    } catch (e) {
-      problems.push(`rank ${rank} threw at ${clock.now.toFixed(3)} ms: ${(e as Error).message}`);
-      sr.engine.fail(e as Error);
-    }
-    checkOver(sr, rank);
-  };
-
-  const sendCpu = latency.sendCpuMs ?? 0;
-  const receiveCpu = latency.receiveCpuMs ?? 0;
-  /**
-   * When each rank's CPU is next free: its sends and receipts take turns on it. Before a rank starts (start-up
-   * skew) it holds what arrives, as a real rank stashes messages for a pool it has not started to run.
-   */
-  const cpuFree = new Float64Array(size);
-  /** With `cores`: when each shared core is next free. */
-  const coreFree = latency.cores === undefined ? undefined : new Float64Array(Math.max(1, latency.cores));
-  /** Runs `cost` ms of rank r's CPU work from now on: after its earlier work, on the first free shared core. */
-  const cpu = (rank: number, cost: number): number => {
-    let start = Math.max(clock.now, cpuFree[rank] as number);
-    if (coreFree !== undefined) {
-      let c = 0;
-      for (let i = 1; i < coreFree.length; i++) if ((coreFree[i] as number) < (coreFree[c] as number)) c = i;
-      start = Math.max(start, coreFree[c] as number);
-      coreFree[c] = start + cost;
-    }
-    cpuFree[rank] = start + cost;
-    return start + cost;
-  };
-  const handle = (source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent) => {
-    inFlightTasks.delete(ev);
-    onRank(dest, () => (ranks[dest] as SimRank).engine.onMessage(source, tag, body));
-  };
-  /** A message arrived: the receiver handles it once its CPU has taken it (after earlier ones: FIFO kept). */
-  const deliver = (source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent) => {
-    if (receiveCpu === 0 && (cpuFree[dest] as number) <= clock.now) return handle(source, dest, tag, body, ev);
-    const at = cpu(dest, receiveCpu);
-    const later: ClockEvent = clock.at(at, () => handle(source, dest, tag, body, later));
-    if (inFlightTasks.delete(ev)) inFlightTasks.add(later);
-  };
-
-  /** One stretch of rank r's run loop (DistributedEngine.loop without its awaits), from `resumed` or after a task. */
-  const begin = (rank: number, resumed: boolean): void => {
-    const sr = ranks[rank] as SimRank;
-    const e = sr.engine;
-    onRank(rank, () => {
-      for (let top = resumed; !e.over; top = true) {
-        if (top) e.afterTask();
-        const task = e.next();
-        if (task !== undefined) {
-          sr.running = task;
-          clock.at(clock.now + task.ms, () => end(rank));
-          return;
-        }
-        if (e.settle()) continue;
-        if (e.park()) {
-          e.wakeup = () => clock.soon(() => begin(rank, true));
-          return;
-        }
-      }
-    });
-  };
-  /** The step before a rank's first task (DistributedEngine `open`: it may wait on its offers), then its loop. */
-  const first = (rank: number): void => {
-    const e = (ranks[rank] as SimRank).engine;
-    let gated = false;
-    onRank(rank, () => {
-      gated = e.open();
-    });
-    if (gated) e.wakeup = () => clock.soon(() => begin(rank, true));
-    else begin(rank, true);
-  };
-  const end = (rank: number): void => {
-    const sr = ranks[rank] as SimRank;
-    const task = sr.running as SimTask;
-    sr.running = undefined;
-    if (clock.now > lastTaskMs) lastTaskMs = clock.now;
-    let ok = true;
-    onRank(rank, () => {
-      sr.engine.execute(task);
-      if (sr.engine.over) ok = false;
-      else sr.engine.afterTask();
-    });
-    if (ok) begin(rank, false);
-  };
-
-  for (let rank = 0; rank < size; rank++) {
-    const link: PoolLink = {
-      rank,
-      size,
-      send(dest, tag, body) {
-        if (dest < 0 || dest >= size || dest === rank || !Number.isInteger(dest)) {
-          problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
-          return 0;
-        }
-        const copy = copyBody(body);
-        const carried = (copy.t as unknown[] | undefined)?.length ?? 0;
-        if (carried > 0 && ++taskMessages === params.loseTaskMessage) return 0;
-        const key = rank * size + dest;
-        let leaves = clock.now;
-        if (sendCpu > 0) leaves = cpu(rank, sendCpu);
-        let t = leaves + latency.messageMs * (1 + 0.1 * jitter.next()) + carried * latency.perTaskMs;
-        const last = channelLast[key] as number;
-        if (t < last) t = last;
-        channelLast[key] = t;
-        const ev: ClockEvent = clock.at(t, () => deliver(rank, dest, tag, copy, ev));
-        if (carried > 0) inFlightTasks.add(ev);
-        return 0;
-      },
-    };
-    const timers: Timers = {
-      after(ms, fn) {
-        const ev = clock.at(clock.now + Math.max(1, ms), () => onRank(rank, fn));
-        return () => {
-          ev.fn = undefined;
-        };
-      },
-      soon: (fn) => clock.soon(() => onRank(rank, fn)),
-    };
-    const stats = emptyStats(rank, "distributed");
-    stats.startedAt = 1;
-    const rt = new PoolRuntime(link, config, 1, stats, Results.of(undefined), undefined);
-    const ctx: TaskContext<SimTask> = {
-      rank,
-      signal: new AbortController().signal,
-      put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to),
-      stop: () => problems.push(`rank ${rank}: a task called ctx.stop (no workload here does)`),
-      give: () => problems.push(`rank ${rank}: a task called ctx.give (no workload here does)`),
-    };
-    const handler = (task: SimTask, c: TaskContext<SimTask>): number => {
-      executed[task.id] = (executed[task.id] ?? 0) + 1;
-      ran++;
-      if (workload === "tree" || workload === "deep") for (const child of childrenOf(task)) c.put(child);
-      return 1;
-    };
-    const start = (initial[rank] as SimTask[]).map((task) => ({ task, priority: 0, to: undefined }));
-    const engine: DistributedEngine<SimTask> = new DistributedEngine<SimTask>(rt, handler, ctx, start, timers);
-    const sr: SimRank = { engine, running: undefined, done: "pending", error: undefined, over: false };
-    engine.done.then(
-      () => {
-        sr.done = "resolved";
-      },
-      (e: Error) => {
-        sr.done = "rejected";
-        sr.error = e;
-      },
-    );
-    ranks.push(sr);
-  }
-  initial.length = 0;
-
-  // ---- run ----
-  const boundOf = () => Math.max(totalWorkMs / size, longestMs);
+  const latency = params.latency ?? DEFAULT_LATENCY;
+  const run = new TimedRun(params, config, clock, new Wire(latency, size, seed, clock), work);
   // A run that takes this long (virtual) has lost its way: a livelock, or balancing gone very wrong.
   const maxRatio = params.maxRatio ?? DEFAULT_MAX_RATIO;
-  const limit = maxRatio * Math.max(params.workPerRankMs, boundOf()) + 1000;
-  const skew = latency.startSkewMs ?? 0;
-  const starts = new Random(seed * 104_729 + 7);
-  for (let rank = 0; rank < size; rank++) {
-    if (skew > 0) {
-      cpuFree[rank] = starts.next() * skew;
-      clock.at(cpuFree[rank] as number, () => first(rank));
-    } else clock.soon(() => first(rank));
-  }
-  while (overCount < size && clock.step(limit));
+  const limit = maxRatio * Math.max(params.workPerRankMs, work.bound()) + 1000;
+  run.start(latency.startSkewMs ?? 0);
+  while (run.overCount < size && clock.step(limit));
   // Let the engines' done promises settle.
   await new Promise((resolve) => setImmediate(resolve));
 
-  // ---- checks ----
-  if (overCount < size) {
-    const running = ranks.filter((r) => !r.over).length;
+  const problems = run.problems;
+  if (run.overCount < size) {
+    const running = run.ranks.filter((r) => !r.over).length;
+    const { ran, created, lastTaskMs } = work;
     problems.push(
       clock.now >= limit || clock.pending().some((ev) => ev.fn !== undefined)
         ? `no end by ${fmtMs(limit)} virtual (${maxRatio}x the work per rank): ${ran} of ${created} tasks run, ` +
@@ -516,89 +156,245 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
         : `hang at ${fmtMs(clock.now)} virtual: nothing left to happen, ${running} rank(s) never ended (lost wake-up or message)`,
     );
   }
-  for (const [rank, r] of ranks.entries()) {
-    if (r.done === "rejected") problems.push(`rank ${rank} rejected: ${r.error?.message}`);
+  for (const [rank, { settled }] of run.ranks.entries()) {
+    if (settled.state === "rejected") problems.push(`rank ${rank} rejected: ${settled.error?.message}`);
   }
-  if (problems.length === 0) {
-    let wrong = 0;
-    for (let id = 0; id < created; id++) {
-      const n = executed[id] ?? 0;
-      if (n !== 1 && wrong++ < 3) problems.push(`task ${id} ran ${n} times`);
+  if (problems.length === 0) checkExactlyOnce(run, work);
+  const { overCount, rootDoneMs, allDoneMs } = run;
+  return outcomeOf(params, work, clock, wall0, problems, { ended: overCount === size, rootDoneMs, allDoneMs }, run);
+}
+
+/** The pool's configuration for `params`, after checking them. */
+function configOf(params: TimedParams): PoolConfig {
+  const { size } = params;
+  const combo = comboFromName(params.combo);
+  if (!combo) throw new Error(`simulateTimed: unknown combination \`${params.combo}\` (see comboName in config.ts)`);
+  if (!registered(combo))
+    throw new Error(`simulateTimed: combination \`${params.combo}\` names a strategy not in the registries yet`);
+  if (!Number.isInteger(size) || size < 2) throw new Error(`simulateTimed: size must be an integer >= 2; got ${size}`);
+  if (!(params.workPerRankMs > 0))
+    throw new Error(`simulateTimed: workPerRankMs must be > 0; got ${params.workPerRankMs}`);
+  return resolvePoolConfig(
+    { ...params.options, mode: "distributed", ...combo, seed: params.options?.seed ?? params.seed },
+    undefined,
+    size,
+  );
+}
+
+/** Every task ran once, every rank's result counts them all, and no task message is left in flight. */
+function checkExactlyOnce(run: TimedRun, work: TimedWork): void {
+  const { problems } = run;
+  const { created, executed } = work;
+  let wrong = 0;
+  for (let id = 0; id < created; id++) {
+    const n = executed[id] ?? 0;
+    if (n !== 1 && wrong++ < 3) problems.push(`task ${id} ran ${n} times`);
+  }
+  if (work.ran !== created) problems.push(`${work.ran} task runs, expected ${created} (lost or repeated tasks)`);
+  for (const [rank, r] of run.ranks.entries()) {
+    const got = (r.driver.engine.rt.results.final?.[0] as number | undefined) ?? 0;
+    if (got !== created) {
+      problems.push(`rank ${rank}: result ${got}, expected ${created} (lost partial result)`);
+      break;
     }
-    if (ran !== created) problems.push(`${ran} task runs, expected ${created} (lost or repeated tasks)`);
-    for (const [rank, r] of ranks.entries()) {
-      const got = (r.engine.rt.results.final?.[0] as number | undefined) ?? 0;
-      if (got !== created) {
-        problems.push(`rank ${rank}: result ${got}, expected ${created} (lost partial result)`);
-        break;
-      }
-    }
-    if (inFlightTasks.size > 0) problems.push(`${inFlightTasks.size} task message(s) still in flight after the end`);
+  }
+  const left = run.inFlightTasks.size;
+  if (left > 0) problems.push(`${left} task message(s) still in flight after the end`);
+}
+
+/** The simulated ranks of one timed run, on the clock and the wire: their engines, drivers and ends. */
+class TimedRun {
+  readonly problems: string[] = [];
+  readonly ranks: SimRank[] = [];
+  /** Ranks where the run has ended; when the root detected termination, and when the last rank learnt it. */
+  overCount = 0;
+  rootDoneMs = Number.NaN;
+  allDoneMs = Number.NaN;
+  /** Task messages not yet handled: counted to catch tasks left in flight after the end. */
+  readonly inFlightTasks = new Set<ClockEvent>();
+  private taskMessages = 0;
+
+  constructor(
+    private readonly params: TimedParams,
+    config: PoolConfig,
+    private readonly clock: VirtualClock,
+    private readonly wire: Wire,
+    private readonly work: TimedWork,
+  ) {
+    for (let rank = 0; rank < params.size; rank++) this.ranks.push(this.rank(rank, config));
+    work.initial.length = 0;
   }
 
+  /** Starts every rank, at seeded times spread over `skew` ms (or all now, in rank order). */
+  start(skew: number): void {
+    const starts = seededRandom(this.params.seed * 104_729 + 7);
+    for (let rank = 0; rank < this.params.size; rank++) {
+      if (skew > 0) {
+        const t = starts() * skew;
+        this.wire.startAt(rank, t);
+        this.clock.at(t, () => this.stretch(rank));
+      } else this.clock.soon(() => this.stretch(rank));
+    }
+  }
+
+  private rank(rank: number, config: PoolConfig): SimRank {
+    const { clock, work, problems } = this;
+    const ctx: TaskContext<SimTask> = simContext(
+      rank,
+      (task, o) => engine.put(task, o?.priority ?? 0, o?.to),
+      () => problems.push(`rank ${rank}: a task called ctx.stop (no workload here does)`),
+      () => problems.push(`rank ${rank}: a task called ctx.give (no workload here does)`),
+    );
+    const handler = (task: SimTask, c: TaskContext<SimTask>): number => {
+      const children = work.run(task);
+      if (children !== undefined) for (const child of children) c.put(child);
+      return 1;
+    };
+    const timers: Timers = {
+      after: (ms, fn) => {
+        const ev = clock.at(clock.now + Math.max(1, ms), () => this.onRank(rank, fn));
+        return () => {
+          ev.fn = undefined;
+        };
+      },
+      soon: (fn) => clock.soon(() => this.onRank(rank, fn)),
+    };
+    const start = (work.initial[rank] as SimTask[]).map((task) => ({ task, priority: 0, to: undefined }));
+    const rt = simRuntime(this.link(rank), config);
+    const engine: DistributedEngine<SimTask> = new DistributedEngine<SimTask>(rt, handler, ctx, start, timers);
+    // A parked or gated rank resumes once woken, after the callback that woke it, as a real rank's loop does.
+    const driver = new RankDriver(engine, true, () => clock.soon(() => this.stretch(rank)));
+    return { driver, settled: new Settlement(engine.done), over: false };
+  }
+
+  /** Rank `rank`'s end of the wire: a message copied now, handled when it has arrived and the CPU took it. */
+  private link(rank: number): PoolLink {
+    const { size, loseTaskMessage } = this.params;
+    return {
+      rank,
+      size,
+      send: (dest, tag, body) => {
+        if (dest < 0 || dest >= size || dest === rank || !Number.isInteger(dest)) {
+          this.problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
+          return 0;
+        }
+        const copy = copyBody(body);
+        const carried = (copy.t as unknown[] | undefined)?.length ?? 0;
+        if (carried > 0 && ++this.taskMessages === loseTaskMessage) return 0;
+        const t = this.wire.arrival(rank, dest, carried);
+        const ev: ClockEvent = this.clock.at(t, () => this.deliver(rank, dest, tag, copy, ev));
+        if (carried > 0) this.inFlightTasks.add(ev);
+        return 0;
+      },
+    };
+  }
+
+  /** A message arrived: the receiver handles it once its CPU has taken it (after earlier ones: FIFO kept). */
+  private deliver(source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent): void {
+    const at = this.wire.received(dest);
+    if (at === undefined) return this.handle(source, dest, tag, body, ev);
+    const later: ClockEvent = this.clock.at(at, () => this.handle(source, dest, tag, body, later));
+    if (this.inFlightTasks.delete(ev)) this.inFlightTasks.add(later);
+  }
+
+  private handle(source: number, dest: number, tag: number, body: Record<string, unknown>, ev: ClockEvent): void {
+    this.inFlightTasks.delete(ev);
+    const engine = (this.ranks[dest] as SimRank).driver.engine;
+    this.onRank(dest, () => engine.onMessage(source, tag, body));
+  }
+
+  /**
+   * One stretch of rank r's run loop (sim/driver.ts), from its start, a wake-up or the end of a task, to the
+   * start of its next task (which ends `ms` later) or its parking.
+   */
+  private stretch(rank: number): void {
+    const driver = (this.ranks[rank] as SimRank).driver;
+    this.onRank(rank, () => {
+      for (;;) {
+        const step = driver.step();
+        if (step === "task") {
+          this.clock.at(this.clock.now + (driver.running as SimTask).ms, () => this.end(rank));
+          return;
+        }
+        if (!driver.runnable) return;
+      }
+    });
+  }
+
+  private end(rank: number): void {
+    const driver = (this.ranks[rank] as SimRank).driver;
+    const now = this.clock.now;
+    if (now > this.work.lastTaskMs) this.work.lastTaskMs = now;
+    let more = true;
+    this.onRank(rank, () => {
+      driver.end();
+      if (driver.engine.over) more = false;
+    });
+    if (more) this.stretch(rank);
+  }
+
+  /** Runs a callback of rank r's: a throw is the engine's failure, as it would crash a real rank. */
+  private onRank(rank: number, fn: () => void): void {
+    const sr = this.ranks[rank] as SimRank;
+    try {
+      fn();
+    } catch (e) {
+      this.problems.push(`rank ${rank} threw at ${this.clock.now.toFixed(3)} ms: ${(e as Error).message}`);
+      sr.driver.engine.fail(e as Error);
+    }
+    // Did the run end there?
+    if (sr.over || !sr.driver.engine.over) return;
+    sr.over = true;
+    this.overCount++;
+    if (rank === 0) this.rootDoneMs = this.clock.now;
+    if (this.overCount === this.params.size) this.allDoneMs = this.clock.now;
+  }
+}
+
+function outcomeOf(
+  params: TimedParams,
+  work: TimedWork,
+  clock: VirtualClock,
+  wall0: number,
+  problems: string[],
+  end: { readonly ended: boolean; readonly rootDoneMs: number; readonly allDoneMs: number },
+  run?: TimedRun,
+): TimedOutcome {
   const counters: Record<string, number> = {};
   let messages = 0;
-  for (const r of ranks) {
-    messages += r.engine.rt.stats.messagesSent;
-    for (const [k, v] of Object.entries(r.engine.rt.stats.counters)) {
+  for (const r of run?.ranks ?? []) {
+    const { stats } = r.driver.engine.rt;
+    messages += stats.messagesSent;
+    for (const [k, v] of Object.entries(stats.counters)) {
       if (!k.endsWith("Ms")) counters[k] = (counters[k] ?? 0) + v;
     }
   }
-  const boundMs = boundOf();
+  const { created, lastTaskMs } = work;
+  const boundMs = work.bound();
+  // The ideal scheduler has no detection: it ends with its last task.
+  const ideal = run === undefined;
   return {
     params,
     problems: problems.slice(0, 6),
     tasks: created,
-    totalWorkMs,
-    longestMs,
+    totalWorkMs: work.totalWorkMs,
+    longestMs: work.longestMs,
     boundMs,
-    ended: overCount === size,
-    makespanMs: rootDoneMs,
+    ended: end.ended,
+    makespanMs: end.rootDoneMs,
     lastTaskMs,
-    allDoneMs,
-    detectMs: rootDoneMs - lastTaskMs,
-    endMs: allDoneMs - lastTaskMs,
-    ratio: rootDoneMs / boundMs,
+    allDoneMs: end.allDoneMs,
+    detectMs: ideal ? 0 : end.rootDoneMs - lastTaskMs,
+    endMs: ideal ? 0 : end.allDoneMs - lastTaskMs,
+    ratio: end.rootDoneMs / boundMs,
     messages,
-    messagesPerTask: messages / Math.max(1, created),
+    messagesPerTask: ideal ? 0 : messages / Math.max(1, created),
     moved: counters.tasksMovedIn ?? 0,
     counters,
     events: clock.events,
     peakEvents: clock.peak,
     wallSeconds: (performance.now() - wall0) / 1000,
   };
-}
-
-/**
- * What the receiver decodes: a copy, so that no rank sees another's later changes to a body. The tasks of a
- * task message (`t`, and `q`) are copied as arrays of the same task objects, which nothing changes: cloning
- * hundreds of thousands of moved tasks deeply was most of a 1024-rank run's time.
- */
-function copyBody(body: Record<string, unknown>): Record<string, unknown> {
-  const copy: Record<string, unknown> = {};
-  for (const k in body)
-    copy[k] = (k === "t" || k === "q") && Array.isArray(body.t) ? (body[k] as unknown[]).slice() : copyValue(body[k]);
-  return copy;
-}
-
-/** A deep copy of what a message may hold (numbers, strings, arrays, plain objects); faster than structuredClone. */
-function copyValue(v: unknown): unknown {
-  if (typeof v !== "object" || v === null) return v;
-  if (Array.isArray(v)) return v.map(copyValue);
-  if (Object.getPrototypeOf(v) !== Object.prototype) return structuredClone(v);
-  const out: Record<string, unknown> = {};
-  for (const k in v) out[k] = copyValue((v as Record<string, unknown>)[k]);
-  return out;
-}
-
-/** A 32-bit hash of two integers (murmur3's finalizer over their mix). */
-function mix(a: number, b: number): number {
-  let h = Math.imul(a ^ Math.imul(b, 0x85ebca6b), 0xcc9e2d51) ^ (b >>> 7);
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
 }
 
 const fmtMs = (ms: number) => `${(ms / 1000).toFixed(3)} s`;

@@ -6,7 +6,9 @@
  */
 import test from "ava";
 import { availableCombos } from "../../bench/combos.ts";
-import { DEFAULT_LATENCY, simulateTimed, TIMED_WORKLOADS, type TimedParams } from "../../bench/sim/timed.ts";
+import { DEFAULT_LATENCY } from "../../bench/sim/latency.ts";
+import { simulateTimed, type TimedParams } from "../../bench/sim/timed.ts";
+import { TIMED_WORKLOADS } from "../../bench/sim/workload.ts";
 import { comboName, PARTNERED } from "../../lib/pool/config.ts";
 
 const combos = availableCombos();

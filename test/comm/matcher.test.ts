@@ -8,6 +8,7 @@ import { getEventListeners } from "node:events";
 import test from "ava";
 import { AbortError, ClosedError, RankFailedError } from "../../lib/errors.ts";
 import { ANY, Matcher, type Message } from "../../lib/comm/matcher.ts";
+import { seededRandom as rng } from "../../lib/pool/partner/random.ts";
 
 const msg = (source: number, tag: number, data: unknown): Message => ({ source, tag, data });
 
@@ -202,17 +203,6 @@ test("head-first takes interleaved with arrivals keep order across compactions",
   for (let x = m.take(1, ANY); x; x = m.take(1, ANY)) t.is(x.data, expected++);
   t.is(expected, next);
 });
-
-/** mulberry32: a small seeded generator, so a failing schedule replays from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let r = Math.imul(a ^ (a >>> 15), 1 | a);
-    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
-    return ((r ^ (r >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 interface ModelPending {
   readonly id: number;

@@ -16,17 +16,22 @@
  * coordinator's straggler timer fires when the scheduler picks it: copies race their originals, and the result
  * must still count each task once. Knobs from a review that broke earlier versions: `chunk`, `priorities`,
  * `allAsync`, `appPuts` (the app's own puts during the run, which must count once too).
+ *
+ * The ranks, their channels and timers are the simulation kernel's (sim/); the workers' run loops are the
+ * engines' own (real promises, a turn of the event loop at a time).
  */
 import { ResilientCoordinator } from "../../lib/pool/centralized/resilient-coordinator.ts";
 import { ResilientWorker } from "../../lib/pool/centralized/resilient-worker.ts";
 import { RESILIENT, WorkingCoordinator } from "../../lib/pool/centralized/working.ts";
 import { RankFailedError } from "../../lib/errors.ts";
-import { resolvePoolConfig } from "../../lib/pool/options.ts";
+import { type PoolConfig, resolvePoolConfig } from "../../lib/pool/options.ts";
 import { seededRandom } from "../../lib/pool/partner/random.ts";
-import { Results } from "../../lib/pool/results.ts";
-import { type Engine, type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
+import type { Engine, PoolRuntime } from "../../lib/pool/runtime.ts";
 import type { Timers } from "../../lib/pool/timers.ts";
-import { emptyStats, type PoolStats, type TaskContext } from "../../lib/pool/types.ts";
+import type { TaskContext } from "../../lib/pool/types.ts";
+import { Network } from "../../sim/network.ts";
+import { simContext, simRuntime, Settlement } from "../../sim/ranks.ts";
+import { HeldTimers } from "../../sim/timers.ts";
 
 export type ResilientWorkload = "tree" | "flat" | "poison";
 
@@ -70,14 +75,6 @@ export interface ResilientOutcome {
 const MAX_STEPS = 400_000;
 const FAN = 3;
 
-interface InFlight {
-  readonly source: number;
-  readonly dest: number;
-  readonly tag: number;
-  readonly body: Record<string, unknown>;
-  readonly seq: number;
-}
-
 interface Task {
   readonly id: number;
 }
@@ -99,98 +96,102 @@ export async function simulateResilient(p: ResilientParams): Promise<ResilientOu
 }
 
 async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutcome> {
-  const { size, tasks } = p;
-  const config = resolvePoolConfig(
-    {
-      mode: "centralized",
-      retries: p.retries,
-      ...(p.keep !== undefined ? { keep: p.keep } : {}),
-      ...(p.coordinatorWorks ? { coordinatorWorks: true } : {}),
-      ...(p.speculate ? { speculate: true } : {}),
-      ...(p.chunk ? { chunk: p.chunk } : {}),
-    },
-    undefined,
-    size,
-  );
-  const deliverWeight = 0.2 + rnd() * 0.6;
-  const inFlight: InFlight[] = [];
-  const channelSeq = new Map<number, number>();
-  const lastDelivered = new Map<number, number>();
-  const problems: string[] = [];
-  const dead = new Set<number>();
-  /** Dead ranks the others have not been told of yet. */
-  const untold: number[] = [];
-  const runs = new Map<number, number>();
-  /** The straggler's tasks waiting to end, and the coordinator's pending timers. */
-  const slowEnds: (() => void)[] = [];
-  const timerFns = new Map<number, () => void>();
-  let timerSeq = 0;
-  const timers: Timers = {
-    after(_ms, fn) {
-      const id = timerSeq++;
-      timerFns.set(id, fn);
-      return () => timerFns.delete(id);
-    },
-    soon: (fn) => setImmediate(fn),
-  };
-  let overtakes = 0;
-  let redealt = 0;
-  const poisonId = Math.floor(tasks / 2);
-  // Kill points: a worker (never the coordinator, rank 0) dies once this many handler runs have happened.
-  const killAt = new Map<number, number>();
-  const victims = Array.from({ length: size - 1 }, (_, i) => i + 1).filter((r) => !p.spared?.includes(r));
-  for (let k = 0; k < p.kills && victims.length > 0; k++) {
-    const rank = victims.splice(Math.floor(rnd() * victims.length), 1)[0] as number;
-    killAt.set(rank, Math.floor(rnd() * tasks));
+  const sim = new ResilientRun(p, rnd);
+  let steps = 0;
+  for (; steps < MAX_STEPS; steps++) {
+    const step = sim.step();
+    if (step === "end") break;
+    // The workers' run loops take a turn of the event loop.
+    if (step === "turn") await new Promise((resolve) => setImmediate(resolve));
   }
-  let handlerRuns = 0;
+  await new Promise((resolve) => setImmediate(resolve));
+  return sim.outcome(steps);
+}
 
-  const engines: Engine<Task>[] = [];
-  let coordinatorStats: PoolStats | undefined;
-  const outcome: ("pending" | "resolved" | "rejected")[] = [];
-  const errors: (Error | undefined)[] = [];
-  const results: Results[] = [];
-  const kill = (rank: number) => {
-    if (dead.has(rank)) return;
-    dead.add(rank);
-    untold.push(rank);
-  };
+/** One schedule: the coordinator and workers on the kernel's channels, the deaths, and what the tasks did. */
+class ResilientRun {
+  private readonly network: Network;
+  private readonly held = new HeldTimers();
+  private readonly engines: Engine<Task>[] = [];
+  private readonly runtimes: PoolRuntime[] = [];
+  private readonly settled: Settlement[] = [];
+  private readonly problems: string[] = [];
+  private readonly deliverWeight: number;
+  private readonly dead = new Set<number>();
+  /** Dead ranks the others have not been told of yet. */
+  private readonly untold: number[] = [];
+  /** Handler runs of each task, by id, and in all. */
+  private readonly runs = new Map<number, number>();
+  private handlerRuns = 0;
+  /** The straggler's tasks waiting to end (and every task, with `allAsync`). */
+  private readonly slowEnds: (() => void)[] = [];
+  /** Kill points: a worker (never the coordinator, rank 0) dies once this many handler runs have happened. */
+  private readonly killAt = new Map<number, number>();
+  private redealt = 0;
+  /** The app's puts during the run: still to put, and put. */
+  private appLeft: number;
+  private appPut = 0;
 
-  for (let rank = 0; rank < size; rank++) {
-    const link: PoolLink = {
-      rank,
-      size,
-      send(dest, tag, body) {
-        if (dead.has(rank)) return 0;
-        const key = rank * size + dest;
-        const seq = (channelSeq.get(key) ?? 0) + 1;
-        channelSeq.set(key, seq);
-        inFlight.push({ source: rank, dest, tag, body: structuredClone(body), seq });
-        return 0;
+  constructor(
+    private readonly p: ResilientParams,
+    private readonly rnd: () => number,
+  ) {
+    const { size, tasks } = p;
+    const config = resolvePoolConfig(
+      {
+        mode: "centralized",
+        retries: p.retries,
+        ...(p.keep !== undefined ? { keep: p.keep } : {}),
+        ...(p.coordinatorWorks ? { coordinatorWorks: true } : {}),
+        ...(p.speculate ? { speculate: true } : {}),
+        ...(p.chunk ? { chunk: p.chunk } : {}),
       },
-    };
-    const stats = emptyStats(rank, "centralized");
-    if (rank === 0) coordinatorStats = stats;
-    const res = Results.of(undefined);
-    results.push(res);
-    const rt = new PoolRuntime(link, config, 1, stats, res, undefined);
-    const ctx: TaskContext<Task> = {
+      undefined,
+      size,
+    );
+    this.deliverWeight = 0.2 + rnd() * 0.6;
+    this.network = new Network(size);
+    const victims = Array.from({ length: size - 1 }, (_, i) => i + 1).filter((r) => !p.spared?.includes(r));
+    for (let k = 0; k < p.kills && victims.length > 0; k++) {
+      const rank = victims.splice(Math.floor(rnd() * victims.length), 1)[0] as number;
+      this.killAt.set(rank, Math.floor(rnd() * tasks));
+    }
+    this.appLeft = p.appPuts ?? 0;
+    // Only the coordinator sets timers; deferred callbacks run on the real event loop, as the workers' loops do.
+    const timers = this.held.for(0, (fn) => setImmediate(fn));
+    for (let rank = 0; rank < size; rank++) {
+      const engine = this.rank(rank, config, timers);
+      this.engines.push(engine);
+      this.settled.push(new Settlement(engine.done));
+    }
+    for (const e of this.engines) e.start();
+  }
+
+  private rank(rank: number, config: PoolConfig, timers: Timers): Engine<Task> {
+    const { p, rnd, runs, killAt, slowEnds } = this;
+    const { tasks } = p;
+    const poisonId = Math.floor(tasks / 2);
+    // A dead rank's sends go nowhere.
+    const rt = simRuntime(
+      this.network.link(rank, () => !this.dead.has(rank)),
+      config,
+    );
+    this.runtimes.push(rt);
+    const ctx = simContext<Task>(
       rank,
-      signal: new AbortController().signal,
-      put: (task, o) => engine.put(task, o?.priority ?? 0, undefined, true),
-      stop: () => {},
-      give: () => {},
-    };
+      (task, o) => engine.put(task, o?.priority ?? 0, undefined, true),
+      () => {},
+    );
     const handler = (task: Task, c: TaskContext<Task>): number | Promise<number> => {
       runs.set(task.id, (runs.get(task.id) ?? 0) + 1);
-      handlerRuns++;
+      this.handlerRuns++;
       for (const [victim, at] of killAt) {
-        if (handlerRuns >= at) {
+        if (this.handlerRuns >= at) {
           killAt.delete(victim);
-          kill(victim);
+          this.kill(victim);
         }
       }
-      if (p.workload === "poison" && task.id === poisonId && rank !== 0) kill(rank);
+      if (p.workload === "poison" && task.id === poisonId && rank !== 0) this.kill(rank);
       if (p.workload !== "flat") {
         for (let k = task.id * FAN + 1; k <= task.id * FAN + FAN && k < tasks; k++) {
           c.put({ id: k }, p.priorities ? { priority: Math.floor(rnd() * 3) - 1 } : undefined);
@@ -219,99 +220,102 @@ async function run(p: ResilientParams, rnd: () => number): Promise<ResilientOutc
             )
           : new ResilientCoordinator<Task>(rt, initial, timers)
         : new ResilientWorker<Task>(rt, handler, ctx, initial);
-    engines.push(engine);
-    outcome.push("pending");
-    errors.push(undefined);
-    engine.done.then(
-      () => (outcome[rank] = "resolved"),
-      (e: Error) => {
-        outcome[rank] = "rejected";
-        errors[rank] = e;
-      },
-    );
+    return engine;
   }
-  for (const e of engines) e.start();
 
-  const live = () => engines.map((_, r) => r).filter((r) => !dead.has(r));
-  let appLeft = p.appPuts ?? 0;
-  let appPut = 0;
-  const appRanks = [0, ...(p.spared ?? [])];
-  let steps = 0;
-  for (; steps < MAX_STEPS; steps++) {
-    if (live().every((r) => outcome[r] !== "pending") && untold.length === 0) break;
+  private kill(rank: number): void {
+    if (this.dead.has(rank)) return;
+    this.dead.add(rank);
+    this.untold.push(rank);
+  }
+
+  private outcomeOf(rank: number) {
+    return (this.settled[rank] as Settlement).state;
+  }
+
+  private live(): number[] {
+    return this.engines.map((_, r) => r).filter((r) => !this.dead.has(r));
+  }
+
+  /**
+   * One step of the schedule the seed picks: "end" when every live rank has ended and every death was told,
+   * "turn" when the workers' loops are to take a turn of the event loop.
+   */
+  step(): "end" | "next" | "turn" {
+    const { p, rnd, network, held, engines, untold, slowEnds } = this;
+    if (this.live().every((r) => this.outcomeOf(r) !== "pending") && untold.length === 0) return "end";
     const pick = rnd();
-    if (appLeft > 0 && pick > 0.985 && pick <= 0.99) {
+    if (this.appLeft > 0 && pick > 0.985 && pick <= 0.99) {
       // Not on a rank whose run has ended (its put would wait for the next run), nor too near the end: a put
       // racing the end of a run may miss it, in any pool.
+      const appRanks = [0, ...(p.spared ?? [])];
       const r = appRanks[Math.floor(rnd() * appRanks.length)] as number;
-      if (outcome[r] === "pending" && handlerRuns < tasks / 2) {
-        appLeft--;
-        appPut++;
-        engines[r]?.put({ id: tasks + appPut - 1 }, 0, undefined);
+      if (this.outcomeOf(r) === "pending" && this.handlerRuns < p.tasks / 2) {
+        this.appLeft--;
+        this.appPut++;
+        engines[r]?.put({ id: p.tasks + this.appPut - 1 }, 0, undefined);
       }
-      continue;
+      return "next";
     }
     if (slowEnds.length > 0 && (pick > 0.97 || (p.allAsync && pick > 0.6))) {
       (slowEnds.shift() as () => void)();
-    } else if (timerFns.size > 0 && pick > 0.95) {
-      const [id, fn] = timerFns.entries().next().value as [number, () => void];
-      timerFns.delete(id);
-      fn();
+    } else if (held.timers.size > 0 && pick > 0.95) {
+      held.take(held.timers.keys().next().value as number).fn();
     } else if (untold.length > 0 && pick < 0.02) {
       // The death notice reaches every live rank; what the dead sent and has not arrived is dropped.
       const rank = untold.shift() as number;
-      for (let i = inFlight.length - 1; i >= 0; i--)
-        if ((inFlight[i] as InFlight).source === rank) inFlight.splice(i, 1);
-      for (const r of live()) {
+      network.dropFrom(rank);
+      for (const r of this.live()) {
         const n = engines[r]?.onPeerDead?.(rank, new RankFailedError(rank, `rank ${rank} died (simulated)`));
-        if (n !== undefined) redealt += n;
+        if (n !== undefined) this.redealt += n;
       }
-    } else if (inFlight.length > 0 && pick < deliverWeight) {
-      const i = Math.floor(rnd() * inFlight.length);
-      const m = inFlight.splice(i, 1)[0] as InFlight;
-      if (dead.has(m.dest)) continue;
-      const key = m.source * size + m.dest;
-      if (m.seq < (lastDelivered.get(key) ?? 0)) overtakes++;
-      else lastDelivered.set(key, m.seq);
+    } else if (network.inFlight.length > 0 && pick < this.deliverWeight) {
+      const m = network.take(Math.floor(rnd() * network.inFlight.length));
+      if (this.dead.has(m.dest)) return "next";
+      network.arrived(m);
       engines[m.dest]?.onMessage(m.source, m.tag, m.body);
-    } else {
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    } else return "turn";
+    return "next";
   }
-  await new Promise((resolve) => setImmediate(resolve));
 
-  if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (a hang?)`);
-  const want = tasks + appPut;
-  if (p.workload === "poison") {
-    const coordinatorError = errors[0];
-    if (outcome[0] !== "rejected" || !/kills its worker/.test(String(coordinatorError?.message))) {
-      problems.push(
-        `the coordinator did not fail the run on the poison task: ${outcome[0]} ${coordinatorError?.message}`,
-      );
-    }
-    for (const r of live()) if (outcome[r] !== "rejected") problems.push(`rank ${r}: ${outcome[r]}, not rejected`);
-  } else {
-    for (const r of live()) {
-      if (outcome[r] !== "resolved") {
-        problems.push(`rank ${r}: ${outcome[r]}${errors[r] ? ` (${errors[r]?.message})` : ""}`);
-        continue;
+  /** What a correct run ends with: every live rank resolved with the exact count (or all failed, poison). */
+  outcome(steps: number): ResilientOutcome {
+    const { p, problems, runs } = this;
+    if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (a hang?)`);
+    const want = p.tasks + this.appPut;
+    const errorOf = (rank: number) => this.settled[rank]?.error;
+    if (p.workload === "poison") {
+      const coordinatorError = errorOf(0);
+      if (this.outcomeOf(0) !== "rejected" || !/kills its worker/.test(String(coordinatorError?.message))) {
+        problems.push(
+          `the coordinator did not fail the run on the poison task: ${this.outcomeOf(0)} ${coordinatorError?.message}`,
+        );
       }
-      const got = (results[r]?.final?.[0] as number | undefined) ?? 0;
-      if (got !== want) problems.push(`rank ${r}: result ${got}, expected ${want} (a task counted twice or lost)`);
+      for (const r of this.live())
+        if (this.outcomeOf(r) !== "rejected") problems.push(`rank ${r}: ${this.outcomeOf(r)}, not rejected`);
+    } else {
+      for (const r of this.live()) {
+        if (this.outcomeOf(r) !== "resolved") {
+          problems.push(`rank ${r}: ${this.outcomeOf(r)}${errorOf(r) ? ` (${errorOf(r)?.message})` : ""}`);
+          continue;
+        }
+        const got = (this.runtimes[r]?.results.final?.[0] as number | undefined) ?? 0;
+        if (got !== want) problems.push(`rank ${r}: result ${got}, expected ${want} (a task counted twice or lost)`);
+      }
+      for (let id = 0; id < want; id++) if (!runs.has(id)) problems.push(`task ${id} never ran`);
     }
-    for (let id = 0; id < want; id++) if (!runs.has(id)) problems.push(`task ${id} never ran`);
+    let rerun = 0;
+    for (const n of runs.values()) rerun += n - 1;
+    const counters = this.runtimes[0]?.stats.counters ?? {};
+    return {
+      problems: problems.slice(0, 5),
+      steps,
+      killed: [...this.dead],
+      overtakes: this.network.overtakes,
+      redealt: this.redealt,
+      rerun,
+      speculated: counters.speculated ?? 0,
+      rescinded: counters.rescinded ?? 0,
+    };
   }
-  let rerun = 0;
-  for (const n of runs.values()) rerun += n - 1;
-  const counters = coordinatorStats?.counters ?? {};
-  return {
-    problems: problems.slice(0, 5),
-    steps,
-    killed: [...dead],
-    overtakes,
-    redealt,
-    rerun,
-    speculated: counters.speculated ?? 0,
-    rescinded: counters.rescinded ?? 0,
-  };
 }

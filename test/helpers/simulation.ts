@@ -8,17 +8,19 @@
  * eager delivery is and how fast each rank runs, so some schedules starve a rank of messages and others
  * run one rank far ahead. Everything is synchronous and seeded: a schedule replays exactly from its seed.
  *
- * A rank's steps mirror DistributedEngine's run loop (lib/pool/distributed/engine.ts), which is a thin
- * async driver over the same synchronous steps.
+ * The ranks, their channels and timers are the simulation kernel's (sim/): a rank's steps mirror
+ * DistributedEngine's run loop (sim/driver.ts); what is this file's own is the scheduler, the workloads and the
+ * checks.
  */
 import { seededRandom } from "../../lib/pool/partner/random.ts";
 import { DistributedEngine } from "../../lib/pool/distributed/engine.ts";
-import type { Timers } from "../../lib/pool/timers.ts";
 import { resolvePoolConfig } from "../../lib/pool/options.ts";
-import { Results } from "../../lib/pool/results.ts";
-import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
-import { emptyStats, type PutOptions, type TaskContext } from "../../lib/pool/types.ts";
+import type { PutOptions, TaskContext } from "../../lib/pool/types.ts";
 import type { Initiation, PartnerPolicy, TerminationDetector, Topology } from "../../lib/pool/config.ts";
+import { RankDriver } from "../../sim/driver.ts";
+import { Network } from "../../sim/network.ts";
+import { simContext, simRuntime, Settlement } from "../../sim/ranks.ts";
+import { HeldTimers } from "../../sim/timers.ts";
 
 /**
  * Workloads. Task ids form trees; a task returns 1, so the run's result counts the tasks that ran.
@@ -83,15 +85,6 @@ function keyedOptions(id: number): PutOptions {
 const MAX_STEPS = 500_000;
 const FAN = 3;
 
-interface InFlight {
-  readonly source: number;
-  readonly dest: number;
-  readonly tag: number;
-  readonly body: Record<string, unknown>;
-  /** Order of sending on its channel. */
-  readonly seq: number;
-}
-
 interface Task {
   readonly id: number;
   /** Owner rank for pinned tasks. */
@@ -102,16 +95,10 @@ interface Task {
 
 interface SimRank {
   readonly engine: DistributedEngine<Task>;
-  /** Has a step to take: not parked, not over. */
-  runnable: boolean;
-  /** Just woke up: the loop calls afterTask before its next task. */
-  resumed: boolean;
-  /** Has taken the step before its first task (DistributedEngine `open`). */
-  opened: boolean;
+  readonly driver: RankDriver<Task>;
   /** Relative speed: how likely this rank is picked when it can step. */
   readonly speed: number;
-  done: "pending" | "resolved" | "rejected";
-  error: Error | undefined;
+  readonly settled: Settlement;
 }
 
 /** The replay line printed for a failing schedule. */
@@ -120,49 +107,45 @@ export function replayHint(p: SimParams): string {
 }
 
 export async function simulate(params: SimParams): Promise<SimOutcome> {
-  const { size, tasks, workload } = params;
   const rnd = seededRandom(params.seed * 7919 + 17);
   // Per-schedule adversary: how eager delivery is against running, and each rank's speed.
-  const deliverWeight = 0.05 + rnd() * 0.9;
-  const timerWeight = 0.01 + rnd() * 0.2;
-  const flushWeight = rnd() * 0.1;
-  const inFlight: InFlight[] = [];
-  const channelSeq = new Map<number, number>();
-  const lastDelivered = new Map<number, number>();
-  let overtakes = 0;
-  let timerSeq = 0;
-  const timers = new Map<number, () => void>();
-  const soons: (() => void)[] = [];
-  const executed = new Map<number, number>();
-  const problems: string[] = [];
-  const ranks: SimRank[] = [];
+  const adversary: Adversary = { deliver: 0.05 + rnd() * 0.9, timer: 0.01 + rnd() * 0.2, flush: rnd() * 0.1 };
+  const sim = build(params, rnd);
+  const steps = schedule(sim, adversary, rnd);
+  // Let the engines' done promises settle.
+  await new Promise((resolve) => setImmediate(resolve));
+  check(params, sim, steps);
+  const counters: Record<string, number> = {};
+  for (const r of sim.ranks) {
+    for (const [k, v] of Object.entries(r.engine.rt.stats.counters)) {
+      // Times are the real clock's, not the schedule's: left out, so that a schedule's outcome replays.
+      if (!k.endsWith("Ms")) counters[k] = (counters[k] ?? 0) + v;
+    }
+  }
+  return { params, problems: sim.problems.slice(0, 5), steps, overtakes: sim.network.overtakes, counters };
+}
 
-  const config = resolvePoolConfig(
-    {
-      mode: "distributed",
-      initiation: params.initiation,
-      ...(params.partner !== undefined ? { partner: params.partner } : {}),
-      ...(params.topology !== undefined ? { topology: params.topology } : {}),
-      termination: params.termination,
-      seed: params.seed,
-      ...(params.lowWater !== undefined ? { lowWater: params.lowWater } : {}),
-      ...(params.highWater !== undefined ? { highWater: params.highWater } : {}),
-    },
-    undefined,
-    size,
-  );
-  const simTimers: Timers = {
-    after(_ms, fn) {
-      const id = timerSeq++;
-      timers.set(id, fn);
-      return () => timers.delete(id);
-    },
-    soon(fn) {
-      soons.push(fn);
-    },
-  };
-  const stopAt = Math.floor(tasks / 2);
+/** How likely each kind of step is, against running a rank (1 - deliver). */
+interface Adversary {
+  readonly deliver: number;
+  readonly timer: number;
+  readonly flush: number;
+}
 
+/** One schedule's ranks, channels and timers, and what its tasks did. */
+interface Sim {
+  readonly ranks: SimRank[];
+  readonly network: Network;
+  readonly held: HeldTimers;
+  /** Runs of each task, by id. */
+  readonly executed: Map<number, number>;
+  /** Tasks a correct run runs. */
+  readonly expected: number;
+  readonly problems: string[];
+}
+
+/** The workload's tasks: where they start, the children each puts, and how many run in a correct run. */
+function workloadOf({ size, tasks, workload }: SimParams) {
   const per = Math.floor(tasks / size);
   const childrenOf = (task: Task): Task[] => {
     const id = task.id;
@@ -198,41 +181,48 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
         return rank === 0 ? [{ id: 0 }] : [];
     }
   };
-  /** Ids that run in a correct run. */
-  const expected = (): number => {
-    switch (workload) {
-      case "empty":
-        return 0;
-      case "spread":
-        return per * size;
-      default:
-        return tasks;
-    }
-  };
+  const expected = workload === "empty" ? 0 : workload === "spread" ? per * size : tasks;
+  return { childrenOf, initialOf, expected };
+}
 
+/** The ranks: a real engine each, on the kernel's channels and timers; each draws its speed from `rnd`. */
+function build(params: SimParams, rnd: () => number): Sim {
+  const { size, tasks, workload } = params;
+  const config = resolvePoolConfig(
+    {
+      mode: "distributed",
+      initiation: params.initiation,
+      ...(params.partner !== undefined ? { partner: params.partner } : {}),
+      ...(params.topology !== undefined ? { topology: params.topology } : {}),
+      termination: params.termination,
+      seed: params.seed,
+      ...(params.lowWater !== undefined ? { lowWater: params.lowWater } : {}),
+      ...(params.highWater !== undefined ? { highWater: params.highWater } : {}),
+    },
+    undefined,
+    size,
+  );
+  const { childrenOf, initialOf, expected } = workloadOf(params);
+  const sim: Sim = {
+    ranks: [],
+    network: new Network(size),
+    held: new HeldTimers(),
+    executed: new Map(),
+    expected,
+    problems: [],
+  };
+  const { executed, problems } = sim;
+  const stopAt = Math.floor(tasks / 2);
   for (let rank = 0; rank < size; rank++) {
-    const link: PoolLink = {
+    const link = sim.network.link(rank, (dest, tag) => {
+      if (dest < 0 || dest >= size || dest === rank) problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
+      return true;
+    });
+    const ctx = simContext<Task>(
       rank,
-      size,
-      send(dest, tag, body) {
-        if (dest < 0 || dest >= size || dest === rank) problems.push(`rank ${rank} sent tag ${tag} to rank ${dest}`);
-        const key = rank * size + dest;
-        const seq = (channelSeq.get(key) ?? 0) + 1;
-        channelSeq.set(key, seq);
-        inFlight.push({ source: rank, dest, tag, body: structuredClone(body), seq });
-        return 0;
-      },
-    };
-    const stats = emptyStats(rank, "distributed");
-    stats.startedAt = 1;
-    const rt = new PoolRuntime(link, config, 1, stats, Results.of(undefined), undefined);
-    const ctx: TaskContext<Task> = {
-      rank,
-      signal: new AbortController().signal,
-      put: (task, o) => engine.put(task, o?.priority ?? 0, o?.to ?? task.to, true, o?.key),
-      stop: (result) => engine.stop(result === undefined ? undefined : [result]),
-      give: () => {},
-    };
+      (task, o) => engine.put(task, o?.priority ?? 0, o?.to ?? task.to, true, o?.key),
+      (result) => engine.stop(result === undefined ? undefined : [result]),
+    );
     const handler = (task: Task, c: TaskContext<Task>): number => {
       executed.set(task.id, (executed.get(task.id) ?? 0) + 1);
       if (task.to !== undefined && task.to !== rank)
@@ -246,134 +236,79 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
       return 1;
     };
     const initial = initialOf(rank).map((task) => ({ task, priority: 0, to: task.to }));
-    const engine: DistributedEngine<Task> = new DistributedEngine<Task>(rt, handler, ctx, initial, simTimers);
-    const sr: SimRank = {
-      engine,
-      runnable: true,
-      resumed: true,
-      opened: false,
-      speed: 0.1 + rnd(),
-      done: "pending",
-      error: undefined,
-    };
-    engine.done.then(
-      () => {
-        sr.done = "resolved";
-      },
-      (e: Error) => {
-        sr.done = "rejected";
-        sr.error = e;
-      },
-    );
-    ranks.push(sr);
+    const timers = sim.held.for(rank);
+    const engine = new DistributedEngine<Task>(simRuntime(link, config), handler, ctx, initial, timers);
+    const driver = new RankDriver(engine, false);
+    sim.ranks.push({ engine, driver, speed: 0.1 + rnd(), settled: new Settlement(engine.done) });
   }
+  return sim;
+}
 
-  /** One step of rank r's run loop (DistributedEngine.loop, without the awaits). */
-  const stepRank = (sr: SimRank): void => {
-    const e = sr.engine;
-    try {
-      if (e.over) {
-        sr.runnable = false;
-        return;
-      }
-      if (!sr.opened) {
-        sr.opened = true;
-        if (e.open()) {
-          sr.runnable = false;
-          e.wakeup = () => {
-            sr.runnable = true;
-          };
-        }
-        return;
-      }
-      if (sr.resumed) {
-        sr.resumed = false;
-        e.afterTask();
-        return;
-      }
-      const task = e.next();
-      if (task !== undefined) {
-        e.execute(task);
-        if (!e.over) e.afterTask();
-        return;
-      }
-      if (e.settle()) return;
-      if (e.park()) {
-        sr.runnable = false;
-        e.wakeup = () => {
-          sr.runnable = true;
-          sr.resumed = true;
-        };
-      }
-    } catch (err) {
-      e.fail(err as Error);
-      sr.runnable = false;
-    }
-  };
-
+/** Runs the schedule the seed picks until nothing is left to happen (or MAX_STEPS); returns the steps taken. */
+function schedule(sim: Sim, adversary: Adversary, rnd: () => number): number {
+  const { ranks, network, held } = sim;
+  const { inFlight } = network;
+  const { timers, soons } = held;
   let steps = 0;
   for (; steps < MAX_STEPS; steps++) {
-    const runnable = ranks.filter((r) => r.runnable && !r.engine.over);
-    for (const r of ranks) if (r.engine.over) r.runnable = false;
+    const runnable = ranks.filter((r) => r.driver.runnable && !r.engine.over);
+    for (const r of ranks) if (r.engine.over) r.driver.runnable = false;
     const canDeliver = inFlight.length > 0;
     const canTimer = timers.size > 0;
     const canSoon = soons.length > 0;
     if (runnable.length === 0 && !canDeliver && !canTimer && !canSoon) break;
-    const wDeliver = canDeliver ? deliverWeight : 0;
-    const wRun = runnable.length > 0 ? 1 - deliverWeight : 0;
-    const wTimer = canTimer ? timerWeight : 0;
+    const wDeliver = canDeliver ? adversary.deliver : 0;
+    const wRun = runnable.length > 0 ? 1 - adversary.deliver : 0;
+    const wTimer = canTimer ? adversary.timer : 0;
     const wSoon = canSoon ? 0.1 : 0;
-    const wFlush = runnable.length > 0 ? flushWeight : 0;
+    const wFlush = runnable.length > 0 ? adversary.flush : 0;
     let pick = rnd() * (wDeliver + wRun + wTimer + wSoon + wFlush);
     if ((pick -= wDeliver) < 0) {
-      const i = Math.floor(rnd() * inFlight.length);
-      const m = inFlight[i] as InFlight;
-      inFlight.splice(i, 1);
-      const key = m.source * size + m.dest;
-      if (m.seq < (lastDelivered.get(key) ?? 0)) overtakes++;
-      else lastDelivered.set(key, m.seq);
+      const m = network.take(Math.floor(rnd() * inFlight.length));
+      network.arrived(m);
       (ranks[m.dest] as SimRank).engine.onMessage(m.source, m.tag, m.body);
     } else if ((pick -= wRun) < 0) {
-      let total = 0;
-      for (const r of runnable) total += r.speed;
-      let x = rnd() * total;
-      let chosen = runnable[runnable.length - 1] as SimRank;
-      for (const r of runnable) {
-        if ((x -= r.speed) < 0) {
-          chosen = r;
-          break;
-        }
-      }
-      stepRank(chosen);
+      bySpeed(runnable, rnd).driver.advance();
     } else if ((pick -= wTimer) < 0) {
       const ids = [...timers.keys()];
-      const id = ids[Math.floor(rnd() * ids.length)] as number;
-      const fn = timers.get(id) as () => void;
-      timers.delete(id);
-      fn();
+      held.take(ids[Math.floor(rnd() * ids.length)] as number).fn();
     } else if ((pick -= wSoon) < 0) {
-      (soons.shift() as () => void)();
+      held.takeSoon().fn();
     } else {
       const r = runnable[Math.floor(rnd() * runnable.length)] as SimRank;
       r.engine.flush();
     }
   }
-  // Let the engines' done promises settle.
-  await new Promise((resolve) => setImmediate(resolve));
+  return steps;
+}
 
+/** One of the ranks that can step, each as likely as its speed. */
+export function bySpeed<R extends { readonly speed: number }>(runnable: readonly R[], rnd: () => number): R {
+  let total = 0;
+  for (const r of runnable) total += r.speed;
+  let x = rnd() * total;
+  for (const r of runnable) if ((x -= r.speed) < 0) return r;
+  return runnable[runnable.length - 1] as R;
+}
+
+/** What a correct run ends with, per workload; what differs goes into `sim.problems`. */
+function check(params: SimParams, sim: Sim, steps: number): void {
+  const { workload } = params;
+  const { ranks, problems, executed } = sim;
   if (steps >= MAX_STEPS) problems.push(`no end after ${MAX_STEPS} steps (livelock?)`);
   const finals = ranks.map((r) => r.engine.rt.results.final?.[0]);
-  const pending = ranks.filter((r) => r.done === "pending").length;
+  const pending = ranks.filter((r) => r.settled.state === "pending").length;
   if (pending > 0 && steps < MAX_STEPS)
     problems.push(`${pending} rank(s) never ended: a hang (lost wake-up or message)`);
   if (workload === "fail") {
-    const thrower = ranks.find((r) => r.error?.name === "TaskError" && /is bad/.test(String(r.error?.cause)));
+    const errors = ranks.map((r) => r.settled.error);
+    const thrower = errors.find((e) => e?.name === "TaskError" && /is bad/.test(String(e?.cause)));
     if (!thrower) problems.push("no rank rejected with the task's TaskError");
     for (const [rank, r] of ranks.entries())
-      if (r.done !== "rejected") problems.push(`rank ${rank}: ${r.done}, not rejected`);
+      if (r.settled.state !== "rejected") problems.push(`rank ${rank}: ${r.settled.state}, not rejected`);
   } else {
-    for (const [rank, r] of ranks.entries()) {
-      if (r.done === "rejected") problems.push(`rank ${rank} rejected: ${r.error?.message}`);
+    for (const [rank, { settled }] of ranks.entries()) {
+      if (settled.state === "rejected") problems.push(`rank ${rank} rejected: ${settled.error?.message}`);
     }
   }
   if (workload === "stop") {
@@ -383,7 +318,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
     }
   }
   if (workload !== "stop" && workload !== "fail" && problems.length === 0) {
-    const want = expected();
+    const want = sim.expected;
     let ran = 0;
     for (const [id, n] of executed) {
       ran += n;
@@ -394,15 +329,7 @@ export async function simulate(params: SimParams): Promise<SimOutcome> {
       const got = v ?? 0;
       if (got !== want) problems.push(`rank ${rank}: result ${String(got)}, expected ${want} (lost partial result)`);
     }
-    const left = inFlight.filter((m) => (m.body.t as unknown[] | undefined)?.length);
+    const left = sim.network.inFlight.filter((m) => (m.body.t as unknown[] | undefined)?.length);
     if (left.length > 0) problems.push(`${left.length} task message(s) still in flight after the end`);
   }
-  const counters: Record<string, number> = {};
-  for (const r of ranks) {
-    for (const [k, v] of Object.entries(r.engine.rt.stats.counters)) {
-      // Times are the real clock's, not the schedule's: left out, so that a schedule's outcome replays.
-      if (!k.endsWith("Ms")) counters[k] = (counters[k] ?? 0) + v;
-    }
-  }
-  return { params, problems: problems.slice(0, 5), steps, overtakes, counters };
 }

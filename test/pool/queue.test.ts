@@ -7,6 +7,7 @@
 import test from "ava";
 import { ORDERS } from "../../lib/pool/config.ts";
 import { type TaskOrder, TaskQueue } from "../../lib/pool/queue.ts";
+import { seededRandom as prng } from "../../lib/pool/partner/random.ts";
 
 /** Pops until empty. */
 function drain<T>(q: TaskQueue<T>): T[] {
@@ -301,18 +302,6 @@ test("size counts the ring and the heap through pushes, pops and gives", (t) => 
 });
 
 // --- randomized, against a model ----------------------------------------------------------------------------
-
-/** mulberry32: a small seeded PRNG giving floats in [0, 1). */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let x = a;
-    x = Math.imul(x ^ (x >>> 15), x | 1);
-    x ^= x + Math.imul(x ^ (x >>> 7), x | 61);
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface Entry {
   readonly task: number;
