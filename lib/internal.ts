@@ -1,7 +1,7 @@
 /**
  * Internals the launcher, benchmarks and tests need: those of internal-start.ts (what starting ranks takes) and
  * the rendezvous, the codec, the pool options and strategy registries, and the parts of a distributed pool's
- * engine that an in-process simulation drives (bench/sim/timed.ts). Not part of the stable API.
+ * engine that the in-process simulations drive (sim/, the kernel under test/helpers' and bench/sim's). Not part of the stable API.
  */
 
 export * from "./internal-start.ts";

@@ -1,8 +1,8 @@
 import type { Cancel } from "./strategy.ts";
 
 /**
- * Where an engine gets its timers: the event loop's, or a simulation's scheduler (test/helpers/simulation.ts,
- * resilient-sim.ts), so that a schedule replays from its seed.
+ * Where an engine gets its timers: the event loop's, or a simulation's (sim/timers.ts, held until the
+ * scheduler fires them; bench/sim's virtual clock), so that a schedule replays from its seed.
  */
 export interface Timers {
   /** Calls `fn` after `ms` milliseconds, unless cancelled. */
