@@ -4,7 +4,7 @@ import { Backoff } from "./backoff.ts";
 /** Refusals in a row before an asker starts backing off (fewer if it has fewer partners). */
 const QUICK_TRIES = 2;
 /** Most ranks a rank offers its work to when it starts a run holding several tasks (`open`). */
-export const MAX_OFFERS = 1024;
+export const MAX_OFFERS = 64;
 /**
  * A rank opens a run with offers only while it holds at most this many tasks per rank: few tasks a rank, the
  * case where each may be long and one rank's first task would strand the rest. With more, halving spreads
@@ -34,16 +34,19 @@ export function share(movable: number, askerLoad: number, parts = 2): number {
  *                                the asker's keys `k` first; see DistributedHost.sendMovable)
  * REFUSE    partner -> asker     {}                             the asker is noted as hungry here
  * NOTIFY    partner -> asker     {}                             "I have work now": sent to hungry askers
+ * GIVE      partner -> asker     task message, unasked for (the asker's own request, if any, stays out): a
+ *                                share to a WANT, or one task to a hungry asker in place of a NOTIFY while
+ *                                the partner's tasks may be long
  * OPEN      holder -> rank       {}                             the holder starts a run with tasks to spare:
- *                                                                answered by a REQUEST (now or after the
- *                                                                rank's own request is answered) or a DECLINE
- * DECLINE   rank -> holder       {}                             "I have work": no request will follow
+ *                                                                answered at once by a WANT or a DECLINE
+ * WANT      rank -> holder       { l: its queued tasks }        "I run low": answered by a GIVE, or nothing
+ * DECLINE   rank -> holder       {}                             "I have work"
  */
 export const receiver: InitiationStrategy = {
   summary: "a rank running low asks a partner, which gives about half its movable tasks",
   reads: ["partner"],
-  messages: ["request", "refuse", "notify", "open", "decline"],
-  taskMessages: ["transfer"],
+  messages: ["request", "refuse", "notify", "open", "want", "decline"],
+  taskMessages: ["transfer", "give"],
   create: (host, partner) => new ReceiverInitiated(host, partner),
 };
 
@@ -70,12 +73,23 @@ export const receiver: InitiationStrategy = {
  * OPEN_MAX_PER_RANK a rank (the coarse tasks an app put on one rank before `run`), would answer no request
  * while its first task runs, and that task may take seconds; random askers also take a while to find the one
  * rank with work. So before its first task it sends OPEN to up to MAX_OFFERS ranks (the next ones after it,
- * one per task beyond the first) and waits, at most OPEN_WAIT_MS, for their answers: each offered rank running
- * low REQUESTs at once (as on a NOTIFY), one with work DECLINEs. Requests that arrive while it waits split the
- * tasks evenly among the askers still expected and this rank (`movable / (unanswered + 2)` each), not half to
- * the first; after that, requests are answered as usual. Where every rank put tasks of its own, that costs
- * one round of small messages.
+ * one per task beyond the first) and waits, at most OPEN_WAIT_MS, for their answers, which come at once: WANT
+ * from a rank running low (whatever request it has out, which may wait at a rank inside a long task), DECLINE
+ * from one with work. A WANT gets a GIVE of an even split among the offered ranks yet to answer, this one and
+ * this rank (`movable / (unanswered + 2)`), and so does a request that arrives meanwhile, not half to the
+ * first. Where every rank put tasks of its own, that costs one round of small messages.
+ *
+ * While its tasks may be long (measured long, or none run yet), a rank with tasks to spare GIVEs one task to
+ * each hungry asker instead of a NOTIFY (whose request would wait a whole task here), and answers requests with
+ * 1/size shares instead of halves (the first asker would hold half of everything behind its own long task).
  */
+interface HeldAsk {
+  readonly source: number;
+  /** A WANT (answered by a GIVE or nothing), else a request (a TRANSFER or a REFUSE). */
+  readonly want: boolean;
+  readonly keys: readonly unknown[] | undefined;
+}
+
 export class ReceiverInitiated implements Balancer {
   readonly low: number;
   private asking = false;
@@ -89,11 +103,13 @@ export class ReceiverInitiated implements Balancer {
   private readonly refusedBy: Uint8Array;
   private refusedCount = 0;
   private readonly backoff: Backoff;
+  /** Requests and WANTs held for `answerHeld` (`hold`). */
+  private readonly held: HeldAsk[] = [];
+  /** This run opened with offers, here or on a rank that sent this one an OPEN. */
+  private opens = false;
   /** While opening: ranks offered work that have not answered (1), their count, and the wait's timer. */
   private offered: Uint8Array | undefined;
   private unanswered = 0;
-  /** The rank whose OPEN this rank has yet to answer (it was asking another when the offer came), or -1. */
-  private offerFrom = -1;
   private cancelOpen: (() => void) | undefined;
 
   constructor(
@@ -110,11 +126,12 @@ export class ReceiverInitiated implements Balancer {
 
   /** With hungry askers waiting, the engine calls `check` as soon as there is work to spare. */
   get high(): number {
-    return this.hungry.length > 0 ? 1 : Number.POSITIVE_INFINITY;
+    return this.held.length > 0 ? 0 : this.hungry.length > 0 ? 1 : Number.POSITIVE_INFINITY;
   }
 
   check(): void {
     if (this.stopped) return;
+    if (this.held.length > 0) this.answerHeld();
     if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
     if (this.asking || this.backoff.waiting) return;
     const load = this.host.load;
@@ -123,7 +140,6 @@ export class ReceiverInitiated implements Balancer {
     this.preferred = -1;
     if (dest < 0) dest = this.pickPartner();
     if (dest < 0) return; // every partner refused: wait for a NOTIFY
-    if (dest === this.offerFrom) this.offerFrom = -1;
     this.asking = true;
     this.host.rt.count("requestsSent");
     const keys = this.host.recentKeys();
@@ -142,6 +158,7 @@ export class ReceiverInitiated implements Balancer {
       host.send(dest, "open", {});
     }
     host.rt.count("openingOffers", n);
+    this.opens = true;
     this.unanswered = n;
     this.cancelOpen = host.after(OPEN_WAIT_MS, () => this.opened());
     return true;
@@ -184,6 +201,7 @@ export class ReceiverInitiated implements Balancer {
     const rt = this.host.rt;
     if (kind === "request") {
       rt.count("requestsReceived");
+      if (this.hold(source, false, body)) return;
       // Long tasks (Executor `longTasks`): each further asker waits a whole task here, and every idle rank asks
       // at once, so the queue is cut in as many parts as there are ranks instead of halved for the first asker
       // (which then holds half of everything behind its own long task); 2 ranks halve as before.
@@ -191,22 +209,11 @@ export class ReceiverInitiated implements Balancer {
       const opening = this.cancelOpen !== undefined;
       let n: number;
       if (opening) {
-        // An even split among the askers still expected, this one, and this rank.
-        this.answered(source);
+        // An even split among the ranks offered work that have not answered, this asker, and this rank.
         const movable = host.movable;
         n = movable < 2 ? 0 : Math.min(Math.max(1, Math.floor(movable / (this.unanswered + 2))), MAX_BATCH);
-      } else n = share(host.movable, body.l as number, host.longTasks ? Math.max(2, rt.size) : 2);
-      if (n > 0) {
-        this.host.sendMovable(source, "transfer", n, body.k as readonly unknown[] | undefined);
-        rt.count("requestsAnswered");
-      } else {
-        this.host.send(source, "refuse", {});
-        rt.count("requestsRefused");
-        if (this.isHungry[source] === 0) {
-          this.isHungry[source] = 1;
-          this.hungry.push(source);
-        }
-      }
+      } else n = share(host.movable, body.l as number, this.mayBeLong() ? Math.max(2, rt.size) : 2);
+      this.answer(source, n, body.k as readonly unknown[] | undefined);
       if (opening && this.unanswered === 0) this.opened();
     } else if (kind === "refuse") {
       this.asking = false;
@@ -222,15 +229,27 @@ export class ReceiverInitiated implements Balancer {
         this.check();
       }
     } else if (kind === "open") {
+      // Answered at once, whatever request this rank has out: it may be waiting at a rank inside a long task.
       rt.count("openingOffersReceived");
-      if (this.host.load >= this.low || this.stopped) {
-        this.host.send(source, "decline", {});
-        return;
+      this.opens = true;
+      const load = this.host.load;
+      if (load >= this.low || this.stopped) this.host.send(source, "decline", {});
+      else this.host.send(source, "want", { l: load });
+    } else if (kind === "want") {
+      if (this.hold(source, true, body)) return;
+      const opening = this.cancelOpen !== undefined;
+      const host = this.host;
+      const movable = host.movable;
+      let n: number;
+      if (opening) {
+        this.answered(source);
+        n = movable < 2 ? 0 : Math.min(Math.max(1, Math.floor(movable / (this.unanswered + 2))), MAX_BATCH);
+      } else n = share(movable, body.l as number, this.mayBeLong() ? Math.max(2, rt.size) : 2);
+      if (n > 0) {
+        host.sendMovable(source, "give", n);
+        rt.count("givesSent");
       }
-      // Every offer gets one answer: an older offer still unanswered is declined (this rank asks the newer).
-      if (this.offerFrom >= 0) this.host.send(this.offerFrom, "decline", {});
-      this.offerFrom = source;
-      this.notified(source);
+      if (opening && this.unanswered === 0) this.opened();
     } else if (kind === "decline") {
       rt.count("openingDeclines");
       if (this.answered(source) && this.unanswered === 0) this.opened();
@@ -254,24 +273,88 @@ export class ReceiverInitiated implements Balancer {
     }
   }
 
-  received(_source: number, kind: string): void {
-    if (kind === "transfer") {
+  received(source: number, kind: string): void {
+    if (kind === "give") {
+      // As a NOTIFY would: the giver had work, so it may be asked again; the request out (if any) stays out.
+      this.host.rt.count("givesReceived");
+      if (this.refusedBy[source] === 1) {
+        this.refusedBy[source] = 0;
+        this.refusedCount--;
+      }
+      this.refusals = 0;
+      this.backoff.reset();
+    } else if (kind === "transfer") {
       this.asking = false;
       this.refusals = 0;
       this.backoff.reset();
       this.host.rt.count("transfersReceived");
-      // Work came from elsewhere first: the offer this rank meant to take up is declined, so its maker need
-      // not wait out OPEN_WAIT_MS for a request that will not come.
-      if (this.offerFrom >= 0 && this.host.load >= this.low) {
-        this.host.send(this.offerFrom, "decline", {});
-        this.offerFrom = -1;
-      }
     }
     if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
   }
 
+  /** Answers a request with `n` tasks, or refuses it (the asker is then hungry here). */
+  private answer(source: number, n: number, keys: readonly unknown[] | undefined): void {
+    const rt = this.host.rt;
+    if (n > 0) {
+      this.host.sendMovable(source, "transfer", n, keys);
+      rt.count("requestsAnswered");
+      return;
+    }
+    this.host.send(source, "refuse", {});
+    rt.count("requestsRefused");
+    if (this.isHungry[source] === 0) {
+      this.isHungry[source] = 1;
+      this.hungry.push(source);
+    }
+  }
+
+  /**
+   * Between two tasks that may be long, with tasks to spare: a request or WANT is held until the messages that
+   * arrived during the last task are all in (the engine's check before its next task), so that every asker
+   * gets an even share of what this rank holds, not the first one a share of everything and the last little.
+   */
+  private hold(source: number, want: boolean, body: Record<string, unknown>): boolean {
+    const host = this.host;
+    if (this.cancelOpen !== undefined || host.running || host.movable < 2 || !this.mayBeLong()) return false;
+    this.held.push({ source, want, keys: body.k as readonly unknown[] | undefined });
+    host.rt.count("asksHeld");
+    return true;
+  }
+
+  /** The held asks, answered together: each gets `movable / (askers left + 1)`, this rank keeping a share. */
+  private answerHeld(): void {
+    const host = this.host;
+    const held = this.held;
+    for (let i = 0; i < held.length; i++) {
+      const { source, want, keys } = held[i] as HeldAsk;
+      const movable = host.movable;
+      const n = movable < 2 ? 0 : Math.min(Math.max(1, Math.floor(movable / (held.length - i + 1))), MAX_BATCH);
+      if (!want) this.answer(source, n, keys);
+      else if (n > 0) {
+        host.sendMovable(source, "give", n);
+        host.rt.count("givesSent");
+      }
+    }
+    held.length = 0;
+  }
+
+  /**
+   * This rank's tasks are long (Executor `longTasks`), or it has run none yet in a run that opened with few
+   * tasks a rank (`opens`): tasks so few are likely coarse, and their length is not known yet. (Before the
+   * first task of a run with many tasks, halving spreads them faster: one source of many short tasks ended
+   * 1.19x the bound at 64 simulated ranks when unknown counted as long, 1.07x when not.)
+   */
+  private mayBeLong(): boolean {
+    return this.host.longTasks || (this.opens && this.host.rt.stats.tasksExecuted === 0);
+  }
+
   /** Tells hungry askers, as many as there is work for (about one per two movable tasks), to ask again. */
   private notify(): void {
+    const host = this.host;
+    if (this.mayBeLong() && !host.running) {
+      this.giveToHungry();
+      return;
+    }
     const n = Math.min(this.hungry.length, this.host.movable >> 1);
     const rt = this.host.rt;
     for (const dest of this.hungry.splice(0, n)) {
@@ -281,8 +364,27 @@ export class ReceiverInitiated implements Balancer {
     }
   }
 
+  /**
+   * Long tasks, between two of them: a hungry asker told to ask again (NOTIFY) would ask while this rank is
+   * inside its next task, and wait that whole task for the answer while the task it could run waits here. So
+   * each hungry asker gets one task now instead (GIVE), as many as this rank holds beyond the one it runs next.
+   */
+  private giveToHungry(): void {
+    const host = this.host;
+    const rt = host.rt;
+    let given = 0;
+    while (given < this.hungry.length && host.movable >= 2) {
+      const dest = this.hungry[given++] as number;
+      this.isHungry[dest] = 0;
+      host.sendMovable(dest, "give", 1);
+      rt.count("givesSent");
+    }
+    this.hungry.splice(0, given);
+  }
+
   stop(): void {
     this.stopped = true;
+    this.held.length = 0;
     this.backoff.cancel();
     this.cancelOpen?.();
     this.cancelOpen = undefined;

@@ -443,6 +443,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
           this.flush();
           await exec.yield();
           if (this.over) return;
+          // What arrived during the slice (requests, above all) is acted on before the next task starts.
+          this.afterTask();
         }
       }
       if (this.settle()) continue;
