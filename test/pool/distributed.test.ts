@@ -68,8 +68,8 @@ test("receiver: a rank holding a few tasks a rank offers them to the next ranks 
   const r = await scenario(n, ["opening"]);
   t.is(r.code, 0, r.stderr);
   const [onRoot, everyRank] = r.results[0] as Record<string, unknown>[];
-  // Run 1: rank 0 alone held 2 x 3 tasks: one OPEN to each other rank. (Whether one is declined depends on
-  // timing: a rank whose request to rank 0 was answered first declines; the simulation counts the declines.)
+  // Run 1: rank 0 alone held 2 x 3 tasks: one OPEN to each other rank. (Whether one answers HAVE depends on
+  // timing: a rank whose request to rank 0 was answered first has work by then; the simulation counts them.)
   const sentReceived = (runResult: Record<string, unknown> | undefined) =>
     (runResult?.counters as number[][]).map(([sent, received]) => [sent, received]);
   t.is(onRoot?.result, 2 * n);
@@ -79,7 +79,7 @@ test("receiver: a rank holding a few tasks a rank offers them to the next ranks 
     [0, 1],
   ]);
   // Run 2: every rank held 2, one beyond its first: one OPEN to the next rank, so one received. (Whether it is
-  // declined depends on whether that rank has run its own two yet; the simulation counts the declines.)
+  // answered HAVE depends on whether that rank has run its own two yet; the simulation counts them.)
   t.is(everyRank?.result, 2 * n);
   t.deepEqual(
     sentReceived(everyRank),

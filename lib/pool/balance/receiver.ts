@@ -38,14 +38,14 @@ export function share(movable: number, askerLoad: number, parts = 2): number {
  *                                share to a WANT, or one task to a hungry asker in place of a NOTIFY while
  *                                the partner's tasks may be long
  * OPEN      holder -> rank       {}                             the holder starts a run with tasks to spare:
- *                                                                answered at once by a WANT or a DECLINE
+ *                                                                answered at once by a WANT or a HAVE
  * WANT      rank -> holder       { l: its queued tasks }        "I run low": answered by a GIVE, or nothing
- * DECLINE   rank -> holder       {}                             "I have work"
+ * HAVE      rank -> holder       {}                             "I have work"
  */
 export const receiver: InitiationStrategy = {
   summary: "a rank running low asks a partner, which gives about half its movable tasks",
   reads: ["partner"],
-  messages: ["request", "refuse", "notify", "open", "want", "decline"],
+  messages: ["request", "refuse", "notify", "open", "want", "have"],
   taskMessages: ["transfer", "give"],
   create: (host, partner) => new ReceiverInitiated(host, partner),
 };
@@ -74,7 +74,7 @@ export const receiver: InitiationStrategy = {
  * while its first task runs, and that task may take seconds; random askers also take a while to find the one
  * rank with work. So before its first task it sends OPEN to up to MAX_OFFERS ranks (the next ones after it,
  * one per task beyond the first) and waits, at most OPEN_WAIT_MS, for their answers, which come at once: WANT
- * from a rank running low (whatever request it has out, which may wait at a rank inside a long task), DECLINE
+ * from a rank running low (whatever request it has out, which may wait at a rank inside a long task), HAVE
  * from one with work. A WANT gets a GIVE of an even split among the offered ranks yet to answer, this one and
  * this rank (`movable / (unanswered + 2)`), and so does a request that arrives meanwhile, not half to the
  * first. Where every rank put tasks of its own, that costs one round of small messages.
@@ -176,7 +176,7 @@ export class ReceiverInitiated implements Balancer {
     this.host.release();
   }
 
-  /** An offered rank answered (its REQUEST or DECLINE); true if `source` was one. */
+  /** An offered rank answered (its WANT or HAVE); true if `source` was one. */
   private answered(source: number): boolean {
     const offered = this.offered;
     if (this.cancelOpen === undefined || offered === undefined || offered[source] === 0) return false;
@@ -233,7 +233,7 @@ export class ReceiverInitiated implements Balancer {
       rt.count("openingOffersReceived");
       this.opens = true;
       const load = this.host.load;
-      if (load >= this.low || this.stopped) this.host.send(source, "decline", {});
+      if (load >= this.low || this.stopped) this.host.send(source, "have", {});
       else this.host.send(source, "want", { l: load });
     } else if (kind === "want") {
       if (this.hold(source, true, body)) return;
@@ -250,8 +250,8 @@ export class ReceiverInitiated implements Balancer {
         rt.count("givesSent");
       }
       if (opening && this.unanswered === 0) this.opened();
-    } else if (kind === "decline") {
-      rt.count("openingDeclines");
+    } else if (kind === "have") {
+      rt.count("openingHaves");
       if (this.answered(source) && this.unanswered === 0) this.opened();
     } else if (kind === "notify") {
       rt.count("notifiesReceived");

@@ -21,7 +21,10 @@ export const ACK_TAG = 901;
 export const COMMIT_MS = 100;
 /** A request that gets exactly one answer, and the answer that means "nothing for you" (a dead partner's). */
 const REFUSAL_OF: Readonly<Record<string, string>> = { request: "refuse", steal: "decline" };
-/** The answers to those requests. */
+/**
+ * The answers to those requests, by kind name (receiver's OPEN, WANT, HAVE and GIVE answer no request, so their
+ * names must not be among these).
+ */
 const ANSWERS = new Set(["refuse", "transfer", "decline", "gift"]);
 
 /** A put made by the running task, held back until it ends (so no commit can count it before its task). */
