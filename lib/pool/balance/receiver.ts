@@ -27,6 +27,14 @@ export function share(movable: number, askerLoad: number, parts = 2): number {
 }
 
 /**
+ * One of `parts` even shares of `movable` tasks (capped at MAX_BATCH), at least one while this rank keeps one;
+ * none when it holds fewer than two.
+ */
+export function evenShare(movable: number, parts: number): number {
+  return movable < 2 ? 0 : Math.min(Math.max(1, Math.floor(movable / parts)), MAX_BATCH);
+}
+
+/**
  * Messages:
  * REQUEST   asker -> partner     { l: asker's queued tasks, k?: locality keys it ran recently }
  *                                                                answered by exactly one TRANSFER or REFUSE
@@ -201,20 +209,7 @@ export class ReceiverInitiated implements Balancer {
     const rt = this.host.rt;
     if (kind === "request") {
       rt.count("requestsReceived");
-      if (this.hold(source, false, body)) return;
-      // Long tasks (Executor `longTasks`): each further asker waits a whole task here, and every idle rank asks
-      // at once, so the queue is cut in as many parts as there are ranks instead of halved for the first asker
-      // (which then holds half of everything behind its own long task); 2 ranks halve as before.
-      const host = this.host;
-      const opening = this.cancelOpen !== undefined;
-      let n: number;
-      if (opening) {
-        // An even split among the ranks offered work that have not answered, this asker, and this rank.
-        const movable = host.movable;
-        n = movable < 2 ? 0 : Math.min(Math.max(1, Math.floor(movable / (this.unanswered + 2))), MAX_BATCH);
-      } else n = share(host.movable, body.l as number, this.mayBeLong() ? Math.max(2, rt.size) : 2);
-      this.answer(source, n, body.k as readonly unknown[] | undefined);
-      if (opening && this.unanswered === 0) this.opened();
+      this.asked(source, false, body);
     } else if (kind === "refuse") {
       this.asking = false;
       rt.count("refusalsReceived");
@@ -236,20 +231,7 @@ export class ReceiverInitiated implements Balancer {
       if (load >= this.low || this.stopped) this.host.send(source, "have", {});
       else this.host.send(source, "want", { l: load });
     } else if (kind === "want") {
-      if (this.hold(source, true, body)) return;
-      const opening = this.cancelOpen !== undefined;
-      const host = this.host;
-      const movable = host.movable;
-      let n: number;
-      if (opening) {
-        this.answered(source);
-        n = movable < 2 ? 0 : Math.min(Math.max(1, Math.floor(movable / (this.unanswered + 2))), MAX_BATCH);
-      } else n = share(movable, body.l as number, this.mayBeLong() ? Math.max(2, rt.size) : 2);
-      if (n > 0) {
-        host.sendMovable(source, "give", n);
-        rt.count("givesSent");
-      }
-      if (opening && this.unanswered === 0) this.opened();
+      this.asked(source, true, body);
     } else if (kind === "have") {
       rt.count("openingHaves");
       if (this.answered(source) && this.unanswered === 0) this.opened();
@@ -292,6 +274,33 @@ export class ReceiverInitiated implements Balancer {
     if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
   }
 
+  /**
+   * A request, or a WANT (an answer to this rank's OPEN): held (`hold`), or answered now. While opening, with an
+   * even split among the offered ranks yet to answer, the asker and this rank; after, with a share (`share`):
+   * about half the difference, or, while tasks may be long, 1/size of it (each further asker waits a whole task
+   * here, and every idle rank asks at once, so the first asker would hold half of everything behind its own long
+   * task; 2 ranks halve as before).
+   */
+  private asked(source: number, want: boolean, body: Record<string, unknown>): void {
+    if (this.hold(source, want, body)) return;
+    const opening = this.cancelOpen !== undefined;
+    if (opening && want) this.answered(source);
+    const movable = this.host.movable;
+    const n = opening
+      ? evenShare(movable, this.unanswered + 2)
+      : share(movable, body.l as number, this.mayBeLong() ? Math.max(2, this.host.rt.size) : 2);
+    if (want) this.give(source, n);
+    else this.answer(source, n, body.k as readonly unknown[] | undefined);
+    if (opening && this.unanswered === 0) this.opened();
+  }
+
+  /** Sends `n` tasks unasked for (GIVE), if `n` > 0. */
+  private give(dest: number, n: number): void {
+    if (n <= 0) return;
+    this.host.sendMovable(dest, "give", n);
+    this.host.rt.count("givesSent");
+  }
+
   /** Answers a request with `n` tasks, or refuses it (the asker is then hungry here). */
   private answer(source: number, n: number, keys: readonly unknown[] | undefined): void {
     const rt = this.host.rt;
@@ -327,13 +336,9 @@ export class ReceiverInitiated implements Balancer {
     const held = this.held;
     for (let i = 0; i < held.length; i++) {
       const { source, want, keys } = held[i] as HeldAsk;
-      const movable = host.movable;
-      const n = movable < 2 ? 0 : Math.min(Math.max(1, Math.floor(movable / (held.length - i + 1))), MAX_BATCH);
-      if (!want) this.answer(source, n, keys);
-      else if (n > 0) {
-        host.sendMovable(source, "give", n);
-        host.rt.count("givesSent");
-      }
+      const n = evenShare(host.movable, held.length - i + 1);
+      if (want) this.give(source, n);
+      else this.answer(source, n, keys);
     }
     held.length = 0;
   }
@@ -371,13 +376,11 @@ export class ReceiverInitiated implements Balancer {
    */
   private giveToHungry(): void {
     const host = this.host;
-    const rt = host.rt;
     let given = 0;
     while (given < this.hungry.length && host.movable >= 2) {
       const dest = this.hungry[given++] as number;
       this.isHungry[dest] = 0;
-      host.sendMovable(dest, "give", 1);
-      rt.count("givesSent");
+      this.give(dest, 1);
     }
     this.hungry.splice(0, given);
   }
