@@ -80,6 +80,18 @@ test("timed simulation: sender-initiated runs at 256 ranks end on every workload
   }
 });
 
+// With ring partners every steal once halved, so the rank k hops from the work held 1/2^k of it: at 128 ranks
+// one source, a tree and a deep tree did not end in 5x the bound (one source: 1,143 of 2,608 tasks run). Asks
+// that speak for the chain of idle ranks behind them, and work given on along it at once, spread it.
+test("timed simulation: receiver-initiated with ring partners at 128 ranks ends on every workload", async (t) => {
+  for (const workload of TIMED_WORKLOADS) {
+    const out = await simulateTimed({ size: 128, combo: "receiver/ring/tree", workload, workPerRankMs: 400, seed: 5 });
+    t.deepEqual(out.problems, [], `${workload}: ${out.problems.join("; ")}`);
+    t.true(out.ended && out.ratio < 5, `${workload}: makespan / bound ${out.ratio.toFixed(3)}`);
+    if (workload === "one-source") t.true((out.counters.chainGives ?? 0) > 0, "no work was given on along a chain");
+  }
+});
+
 // Beyond FLAT_DONE_RANKS the root's DONE travels down a spanning tree: every rank must still hear it, and soon.
 // The issue's target for the tree detector: from the last task's end to every rank's end within 5 message
 // latencies x log2(ranks). The root sending 499 DONEs itself took 2.7 ms here (5 us of CPU each).
