@@ -92,6 +92,17 @@ test("timed simulation: receiver-initiated with ring partners at 128 ranks ends 
   }
 });
 
+// The same with sender-initiated pushes round the ring: with halves, one source at 64 ranks took 8.6x the
+// bound, a tree 3.7x. Acceptors that take for the chain ahead, whose count comes back at message speed (MORE).
+test("timed simulation: sender-initiated with ring partners at 64 ranks ends on every workload within 5x", async (t) => {
+  for (const workload of TIMED_WORKLOADS) {
+    const out = await simulateTimed({ size: 64, combo: "sender/ring/tree", workload, workPerRankMs: 2000, seed: 1 });
+    t.deepEqual(out.problems, [], `${workload}: ${out.problems.join("; ")}`);
+    t.true(out.ended && out.ratio < 5, `${workload}: makespan / bound ${out.ratio.toFixed(3)}`);
+    if (workload === "one-source") t.true((out.counters.chainMores ?? 0) > 0, "no chain count was passed back");
+  }
+});
+
 // Beyond FLAT_DONE_RANKS the root's DONE travels down a spanning tree: every rank must still hear it, and soon.
 // The issue's target for the tree detector: from the last task's end to every rank's end within 5 message
 // latencies x log2(ranks). The root sending 499 DONEs itself took 2.7 ms here (5 us of CPU each).

@@ -7,17 +7,19 @@ const QUICK_TRIES = 2;
 /**
  * Messages:
  * OFFER     sender -> partner    { l: the sender's movable tasks }   answered by exactly one ACCEPT or BUSY
- * ACCEPT    partner -> sender    { n: tasks it takes }               the partner counts them as its own until
- *                                                                    the PUSH (or RELEASE) arrives
+ * ACCEPT    partner -> sender    { n: tasks it takes, d?: the ranks    the partner counts them as its own until
+ *                                  it takes them for, when more than   the PUSH (or RELEASE) arrives
+ *                                  itself (see SenderInitiated) }
  * BUSY      partner -> sender    {}                                  it holds more than highWater (with what it
  *                                                                    accepted), or as much as the sender
  * PUSH      sender -> partner    task message: at most the n accepted
  * RELEASE   sender -> partner    {}                                  nothing left to push: the n are released
+ * MORE      partner -> sender    { d }                               the chain it takes for has grown to d
  */
 export const sender: InitiationStrategy = {
   summary: "a rank above highWater offers work to a partner; one at or below it takes half the gap",
   reads: ["partner"],
-  messages: ["offer", "accept", "busy", "release"],
+  messages: ["offer", "accept", "busy", "release", "more"],
   taskMessages: ["push"],
   create: (host, partner) => new SenderInitiated(host, partner),
 };
@@ -41,6 +43,15 @@ export const sender: InitiationStrategy = {
  * to ranks at or below the mark, only downhill, by half the gap, so a task moves again only to a rank that
  * had even less; the reservation keeps several senders that hit one idle rank together from all filling
  * it; and the low default mark (1: a rank with one task beyond its next offers it) spreads trees.
+ *
+ * Chains ahead (`ring` partners): a rank pushes only to its successor, so work from one rank reaches the others
+ * along a chain, and with halves the rank k hops on got 1/2^k of it (one source at 1,024 simulated ranks ran
+ * 17,043 of 102,603 tasks in 20 times the bound). So an acceptor takes for the ranks it last saw take work
+ * ahead of it: its demand is (1 + the `d` of its partner's last ACCEPT, 0 after a BUSY) / its partners' span,
+ * at most the job's size. With demand D over 1 it accepts whatever it holds, as many as even the load per
+ * rank between the sender and the D ranks it takes for (`(l x D - mine) / (D + 1)`), and says D in its ACCEPT. When its demand has doubled since it last said it, it tells the rank whose offer it last accepted
+ * (MORE), so the count travels back along the chain at message speed, not one rank per wave of work. With
+ * many partners (`random`: 1,023 at 1,024 ranks) the demand stays 1 and nothing changes.
  */
 export class SenderInitiated implements Balancer {
   readonly low = 0;
@@ -48,6 +59,11 @@ export class SenderInitiated implements Balancer {
   private offering = false;
   private busyAnswers = 0;
   private stopped = false;
+  /** The demand `d` of the partner's last ACCEPT (1 if it said none), 0 after a BUSY: the chain ahead. */
+  private ahead = 0;
+  /** The demand this rank last said (ACCEPT or MORE), and to whom it last said it in an ACCEPT. */
+  private told = 1;
+  private offerer = -1;
   private readonly quickTries: number;
   private readonly backoff: Backoff;
   /**
@@ -82,14 +98,23 @@ export class SenderInitiated implements Balancer {
     const rt = host.rt;
     if (kind === "offer") {
       const mine = host.load + this.reservedTotal;
-      const n = mine <= this.high ? Math.min((((body.l as number) - mine) / 2) | 0, MAX_BATCH) : 0;
+      const d = this.demand();
+      const l = body.l as number;
+      // A chain's share evens the load per rank, the sender's against this rank's spread over the chain.
+      const n = Math.min(
+        d > 1 ? Math.floor((l * d - mine) / (d + 1)) : mine > this.high ? 0 : ((l - mine) / 2) | 0,
+        MAX_BATCH,
+      );
       if (n >= 1) {
         this.reserve(source, n);
         rt.count("offersAccepted");
-        host.send(source, "accept", { n });
+        this.offerer = source;
+        this.told = d;
+        host.send(source, "accept", d > 1 ? { n, d } : { n });
       } else host.send(source, "busy", {});
     } else if (kind === "accept") {
       this.offering = false;
+      this.setAhead(body.d);
       this.busyAnswers = 0;
       this.backoff.reset();
       const moved = host.movable > 0 ? host.sendMovable(source, "push", body.n as number) : 0;
@@ -101,12 +126,29 @@ export class SenderInitiated implements Balancer {
       this.check();
     } else if (kind === "busy") {
       this.offering = false;
+      this.ahead = 0;
       rt.count("busyReceived");
       if (++this.busyAnswers >= this.quickTries) {
         rt.count("backoffs");
         this.backoff.wait();
       } else this.check();
     } else if (kind === "release") this.unreserve(source);
+    else if (kind === "more") this.setAhead(body.d);
+  }
+
+  /** The ranks this one takes work for at each partner: itself and the chain ahead, per partner. */
+  private demand(): number {
+    return Math.min((1 + this.ahead) / this.partner.span, this.host.rt.size);
+  }
+
+  /** The chain ahead said its demand (`d` of an ACCEPT or MORE: 1 if none); passed back once it has doubled. */
+  private setAhead(d: unknown): void {
+    this.ahead = typeof d === "number" && d > 1 && d <= this.host.rt.size ? d : 1;
+    const mine = this.demand();
+    if (this.offerer < 0 || mine < 2 * Math.max(1, this.told)) return;
+    this.told = mine;
+    this.host.rt.count("chainMores");
+    this.host.send(this.offerer, "more", { d: mine });
   }
 
   received(source: number, kind: string): void {
