@@ -5,7 +5,7 @@
  * the root's detection and to every rank's end, in message times) and on 16 and 64 real ranks with emulated work.
  *
  * Targets: every combination ends on every workload with makespan / bound <= 2 (ring partners excepted: they
- * must end, but their one-dimensional spread may stay slow); the recommended combinations (RECOMMENDED) <= 1.10
+ * must end, but their one-dimensional spread may stay slow, so their runs go on to 20 times the bound, not 5); the recommended combinations (RECOMMENDED) <= 1.10
  * on the tree workloads at 1,024 ranks and <= 1.20 at 4,096; the tree detector's end within 5 message latencies x
  * log2(ranks) in the simulation at 1,024 ranks; on real ranks a median of 5 ms at 16 and 20 ms at 64 from the
  * last task's end to every rank returning from `run`.
@@ -33,6 +33,8 @@ export const RECOMMENDED = ["lifeline/tree", "receiver/random/tree"] as const;
 const TREE_WORKLOADS: readonly TimedWorkload[] = ["tree", "deep"];
 const SIM_SEED = 1;
 const MAX_RATIO = 5;
+/** Ring partners may stay slow but must end: their runs go on to this many times the bound before they stop. */
+const RING_MAX_RATIO = 20;
 const REAL_RANKS = [16, 64] as const;
 /** Runs per real row, and emulated work per rank in each (spread over every rank). */
 const REAL_REPS = 9;
@@ -85,8 +87,8 @@ function parseOptions(args: readonly string[]): Options {
   return { seconds, sizes, combos: combos.length > 0 ? combos : known, real };
 }
 
-const ratio = (x: number) =>
-  x === Number.POSITIVE_INFINITY ? `> ${MAX_RATIO}` : Number.isFinite(x) ? x.toFixed(3) : "-";
+const ratio = (x: number, limit = MAX_RATIO) =>
+  x === Number.POSITIVE_INFINITY ? `> ${limit}` : Number.isFinite(x) ? x.toFixed(3) : "-";
 const load = () =>
   loadavg()
     .map((x) => x.toFixed(1))
@@ -155,12 +157,12 @@ export const suite: Suite = {
             workload,
             workPerRankMs: o.seconds * 1000,
             seed: SIM_SEED,
-            maxRatio: MAX_RATIO,
+            maxRatio: isRing(name) ? RING_MAX_RATIO : MAX_RATIO,
           };
           try {
             const out = await simulateTimed(p);
             const r = out.ended ? out.ratio : Number.POSITIVE_INFINITY;
-            row.push(ratio(r));
+            row.push(ratio(r, p.maxRatio));
             messages += out.messages;
             tasks += out.tasks;
             if (out.problems.length > 0)
@@ -208,7 +210,7 @@ export const suite: Suite = {
       for (const [k, r] of best) if (!(r <= worst.r)) worst = { name: k, r };
       targets.push([
         `${size} ranks: worst combination and workload (ring rows: ended or not)`,
-        `${ratio(worst.r)} (${worst.name})`,
+        `${ratio(worst.r, isRing(worst.name) ? RING_MAX_RATIO : MAX_RATIO)} (${worst.name})`,
         "<= 2",
         score.verdict(worst.r <= 2),
       ]);
