@@ -316,6 +316,95 @@ test("a split body that owns its buffer becomes the data without a copy; one tha
   t.deepEqual(got, Uint8Array.from([1, 2, 3]));
 });
 
+/** The body of `message`, as ZeroMQ hands a split message's body over: a buffer of its own. */
+function ownBody(message: Buffer): Buffer {
+  const body = Buffer.allocUnsafeSlow(message.length - HEADER_BYTES);
+  message.copy(body, 0, HEADER_BYTES);
+  return body;
+}
+
+/** What `decodeSplit` gives for `message`, its body handed over as `body`. */
+function splitData(message: Buffer, body: Buffer): unknown {
+  let got: unknown;
+  decodeSplit(message.subarray(0, HEADER_BYTES), body, (_s, _c, _t, data) => (got = data));
+  return got;
+}
+
+const LARGE_KINDS = [Uint8ClampedArray, Int16Array, Uint32Array, Float32Array, Float64Array, BigInt64Array] as const;
+
+test("a large typed array that is most of a split body arrives as a view of it, right at every offset", (t) => {
+  for (const Kind of LARGE_KINDS) {
+    // Data before the array shifts it to each offset modulo 8 within the body.
+    for (let pad = 0; pad < 8; pad++) {
+      const n = (128 * 1024) / Kind.BYTES_PER_ELEMENT + pad;
+      const sent = new Kind(n);
+      for (let i = 0; i < n; i++) sent[i] = (Kind === BigInt64Array ? BigInt(i * 3 - n) : (i * 7 + pad) % 251) as never;
+      const message = encodeMessage(1, 2, 3, { m: 7, lo: "x".repeat(pad), v: [sent] }, "send");
+      const body = ownBody(message);
+      const got = (splitData(message, body) as { lo: string; v: [InstanceType<typeof Kind>] }).v[0];
+      t.is(got.constructor, Kind);
+      t.is<unknown, unknown>(got.buffer, body.buffer, `${Kind.name}, pad ${pad}: a view of the body`);
+      t.is(got.byteOffset % Kind.BYTES_PER_ELEMENT, 0);
+      t.true(Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(Buffer.from(sent.buffer)));
+    }
+  }
+});
+
+test("a typed array decoded as a view stays as it was while later bodies arrive and are decoded", (t) => {
+  const first = new Float64Array(16 * 1024).map((_, i) => i + 0.5);
+  const message = encodeMessage(0, 0, 0, [first], "send");
+  const got = (splitData(message, ownBody(message)) as [Float64Array])[0];
+  for (let k = 0; k < 3; k++) {
+    const later = encodeMessage(0, 0, 0, [new Float64Array(16 * 1024).fill(-k)], "send");
+    const body = ownBody(later);
+    t.deepEqual((splitData(later, body) as [Float64Array])[0][5], -k);
+    body.fill(0xff);
+  }
+  t.true(Buffer.from(got.buffer, got.byteOffset, got.byteLength).equals(Buffer.from(first.buffer)));
+});
+
+test("a typed array is copied where a view would keep more than itself, or its buffer is not the body's", (t) => {
+  const array = new Float64Array(16 * 1024).fill(2.5);
+  const cases: [string, unknown, (m: Buffer) => Buffer][] = [
+    ["a small one", { a: new Float64Array(1000).fill(2.5), s: "y".repeat(70_000) }, ownBody],
+    ["one beside as much else", { a: array, s: "y".repeat(70_000) }, ownBody],
+    ["one in a body that is a view of a larger buffer", { a: array }, (m) => Buffer.from(m).subarray(HEADER_BYTES)],
+  ];
+  for (const [what, value, bodyOf] of cases) {
+    const message = encodeMessage(0, 0, 0, value, "send");
+    const body = bodyOf(message);
+    const got = (splitData(message, body) as { a: Float64Array }).a;
+    t.not(got.buffer, body.buffer, what);
+    t.is(got.buffer.byteLength, got.byteLength, what);
+    t.is(got[got.length - 1], 2.5, what);
+  }
+  // In a frame, and in msgpackr used directly, a typed array is a copy, as msgpackr makes it.
+  const message = encodeMessage(0, 0, 0, [array], "send");
+  t.is((frame(message)[0]?.data as [Float64Array])[0].buffer.byteLength, array.byteLength);
+  const packr = new Packr({ moreTypes: true });
+  const packed = packr.pack([array]);
+  t.not((packr.unpack(packed) as [Float64Array])[0].buffer, packed.buffer);
+});
+
+test("a large typed array whose byte count does not fit its elements is a decode error, as before", (t) => {
+  const message = encodeMessage(0, 0, 0, [new Float64Array(16 * 1024)], "send");
+  const body = ownBody(message);
+  // The ext32 header (0xc9, a u32 length, 0x74, the type code) right after the array header (0x91).
+  t.is(body[1], 0xc9);
+  t.is(body[6], 0x74);
+  body[7] = 4; // Uint16Array (msgpackr's type codes): 128 KiB fits its elements
+  const got = (splitData(message, body) as [Uint16Array])[0];
+  t.is(got.constructor, Uint16Array);
+  t.is(got.length, 64 * 1024);
+  const bad = ownBody(message);
+  bad[7] = 8; // Float64Array
+  bad.writeUInt32BE(128 * 1024 - 3 + 1, 2); // 128 KiB - 3 bytes: not a multiple of 8, and within the body
+  t.throws(() => splitData(message, bad), { instanceOf: RangeError });
+  const unknown = ownBody(message);
+  unknown[7] = 99;
+  t.throws(() => splitData(message, unknown), { message: "Could not find typed array for code 99" });
+});
+
 /** The EncodeError `encodeMessage` throws for `value`, sent by `call` (optionally naming the value). */
 function refused(t: ExecutionContext, value: unknown, call = "send", name?: ValueName): EncodeError {
   const e = t.throws(() => encodeMessage(0, 0, 0, value, call, name), { instanceOf: EncodeError }) as EncodeError;

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import test from "ava";
 import * as zmq from "zeromq";
 import { decodeFrame, decodeSplit, encodeMessage } from "../../lib/comm/codec.ts";
-import { makeJobKey } from "../../lib/comm/job-key.ts";
+import { makeJobKey, serverOptions } from "../../lib/comm/job-key.ts";
 import { Transport } from "../../lib/comm/transport.ts";
 
 // Under CURVE a body larger than 1 MiB travels in pieces, one ZeroMQ message each (lib/comm/transport.ts), so that
@@ -85,6 +85,35 @@ test("large bodies in pieces, from two senders at once, arrive whole and in each
   }
   t.deepEqual(receiver.errors, []);
   await Promise.all([receiver, ...senders].map((e) => e.transport.close()));
+});
+
+test("under CURVE a body a little over 1 MiB goes whole (a 1 MiB typed array); one more over, in pieces", async (t) => {
+  const dir = folder();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const key = makeJobKey();
+  // A bare inbox, to see the ZeroMQ messages themselves.
+  const inbox = new zmq.Pull({ linger: 0, ...serverOptions(key) });
+  t.teardown(() => inbox.close());
+  await inbox.bind(`ipc://${dir}/r1`);
+  const sender = await endpoint(dir, 0, key);
+  sender.transport.setPeers([`ipc://${dir}/r0`, `ipc://${dir}/r1`]);
+  const array = new Float64Array(2 ** 17).fill(1.5); // 1 MiB
+  void sender.transport.enqueue(1, encodeMessage(0, 0, 1, [array], "send"));
+  const [header, body] = await inbox.receive();
+  t.is(header?.length, 17);
+  t.true((body?.length ?? 0) > 2 ** 20 && (body?.length ?? 0) < 2 ** 20 + 64);
+  // 1 MiB and 200 KiB: a piece of 1 MiB, then the sender's rank and the rest.
+  void sender.transport.enqueue(1, encodeMessage(0, 0, 2, new Uint8Array(2 ** 20 + 200 * 1024), "send"));
+  const first = await inbox.receive();
+  const second = await inbox.receive();
+  t.deepEqual(
+    [first.map((p) => p.length), second.map((p) => p.length)],
+    [
+      [17, 2 ** 20],
+      [4, 200 * 1024],
+    ],
+  );
+  await sender.transport.close();
 });
 
 test("a piece from a peer that died is dropped with it, not taken for a corrupt message", async (t) => {
