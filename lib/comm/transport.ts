@@ -23,9 +23,10 @@ const zmq = loadZmq();
  *
  * Under CURVE a body larger than PIECE_BYTES travels in pieces of that size (the last up to TAIL_BYTES longer),
  * views of the encoded message (no copy here): the first ZeroMQ message is the header and the first piece, each
- * next one the sender's rank (4 bytes, u32 LE) and the next piece. CURVE encrypts each ZeroMQ message on its own, with copies of it, so the
- * sender's memory grows by a piece's copies, not by the whole message's (a 1 GiB send peaked at 4 GiB: the
- * data, its encoded copy, and CURVE's plaintext and ciphertext of the whole; now 2 GiB). The receiver copies
+ * next one the sender's rank (4 bytes, u32 LE) and the next piece. CURVE encrypts each ZeroMQ message on its
+ * own, with copies of it, so the sender's memory grows by a piece's copies, not by the whole message's (a 1 GiB
+ * send peaked at 4 GiB: the data, its encoded copy, and CURVE's plaintext and ciphertext of the whole; now
+ * 2 GiB). The receiver copies
  * each piece into one buffer of the body's length as it arrives, and drops it. One PUSH to one PULL keeps a
  * sender's messages in order, and its outbox queues a message's pieces one after the other, so the pieces of a
  * message from one rank arrive in order with nothing of that rank's between them (other ranks' messages may be).
