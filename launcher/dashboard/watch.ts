@@ -2,7 +2,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { ENV, type LauncherRecord, type RankRecord } from "../../lib/internal-start.ts";
 import type { ControlServer } from "../control-server.ts";
-import { DashboardServer } from "./server.ts";
+import type { DashboardServer } from "./server.ts";
 import { LiveJob } from "./state.ts";
 
 /** How often attached `workpool top`s are sent the job's state (ms). */
@@ -63,6 +63,9 @@ export class JobWatch {
     this.control = control;
     const { dashboard } = this.opts;
     if (dashboard) {
+      // Loaded only for --dashboard: node's http module and the page server cost a plain launch about 3 ms of
+      // CPU before its first rank starts.
+      const { DashboardServer } = await import("./server.ts");
       this.server = await DashboardServer.listen({
         live: this.live,
         secret,
