@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ENV, formatJobKey, makeJobKey, tcpEndpoint, type TransportKind } from "../lib/internal-start.ts";
 import type { RankLauncher, RankLauncherFactory } from "./backend.ts";
@@ -18,6 +19,7 @@ import { Shrinks } from "./shrink.ts";
 import { StopPolicy } from "./stop-policy.ts";
 import { Survival } from "./survival.ts";
 import { TraceParts } from "./trace-merge.ts";
+import { UsageError } from "./usage-error.ts";
 import { Watchdog } from "./watchdog.ts";
 
 export interface JobOptions {
@@ -62,6 +64,9 @@ export interface JobOptions {
    */
   readonly dashboard?: { readonly port: number; readonly host?: string; readonly keepSeconds?: number };
 }
+
+/** The longest path of a Unix socket, in bytes (sun_path holds 108 on Linux, with its terminating zero). */
+const MAX_SOCKET_PATH = 108;
 
 /** Ranks are child processes of the launcher, on this host. */
 export const DEFAULT_BACKEND: RankLauncherFactory = (jobDir) => new LocalLauncher(jobDir);
@@ -235,9 +240,25 @@ async function endJob(
   return end.status;
 }
 
+/**
+ * Refuses, in one line, a job folder whose sockets (the control channel's, ipc's rendezvous and ranks') would have
+ * paths too long for a Unix socket: a long TMPDIR. Removes the folder first.
+ */
+function checkSocketPaths(dir: string): void {
+  const longest = `${dir}/rendezvous`;
+  if (Buffer.byteLength(longest) < MAX_SOCKET_PATH) return;
+  rmSync(dir, { recursive: true, force: true });
+  throw new UsageError(
+    `TMPDIR=${JSON.stringify(tmpdir())} is too long a path for the job's sockets: they would be named like ` +
+      `${longest} (${Buffer.byteLength(longest)} bytes; a Unix socket's path has at most ${MAX_SOCKET_PATH - 1}); ` +
+      "set TMPDIR to a shorter folder",
+  );
+}
+
 /** Makes the job's folder and back-end, and (for more than one rank) its key and rendezvous. */
 async function setUp(opts: JobOptions): Promise<Setup> {
   const dir = makeJobFolder();
+  checkSocketPaths(dir);
   // A job of one rank has no connections to make: no rendezvous, no key, and the launcher loads no zeromq (the
   // rank's connect() returns its world of one at once, as without a launcher).
   const alone = opts.np === 1;

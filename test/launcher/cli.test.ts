@@ -1,4 +1,5 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
 import { checkMemory } from "../../launcher/cli.ts";
@@ -221,6 +222,28 @@ test("an unusable TMPDIR (missing, not a folder, no folder can be made in it) is
     /^workpool: TMPDIR="\/proc" cannot hold the job's temporary files: no folder can be made in it \(E[A-Z]+\); /,
   );
   t.is(linesOf(proc.stderr).length, 1);
+});
+
+test("a TMPDIR too long for the job's socket paths is one line naming it, status 2, and no job folder left", async (t) => {
+  const base = mkdtempSync(join(tmpdir(), "wp-long-"));
+  const long = join(base, "x".repeat(100 - base.length));
+  mkdirSync(long, { mode: 0o700 });
+  try {
+    // Without the check the launcher died with a stack trace (ENAMETOOLONG, or EADDRINUSE from a cut path).
+    for (const np of ["1", "2"]) {
+      const r = await startWorkpool(["launch", "-n", np, HELLO], { TMPDIR: long }).result;
+      t.is(r.code, 2, r.stderr);
+      t.is(r.stdout, "");
+      t.regex(
+        r.stderr,
+        /^workpool: TMPDIR=".*" is too long a path for the job's sockets: they would be named like .*\/rendezvous \(\d+ bytes; a Unix socket's path has at most 107\); set TMPDIR to a shorter folder\n$/,
+      );
+      const parent = readdirSync(long).find((f) => f.startsWith("workpool-"));
+      t.deepEqual(parent === undefined ? [] : readdirSync(join(long, parent)), [], "a job folder was left");
+    }
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
 });
 
 test("a job whose ranks cannot fit in memory is refused with the estimate, unless forced", (t) => {
