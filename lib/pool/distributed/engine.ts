@@ -223,6 +223,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private onEngineMessage(kind: EngineMessage, body: Record<string, unknown>): void {
     switch (kind) {
       case "done":
+        this.rt.trace?.instant("DONE received");
         this.announceDone(body.m as number, body.r as WireResult);
         this.finish(body.m as number, body.r as WireResult);
         break;
