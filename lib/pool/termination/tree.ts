@@ -58,9 +58,11 @@ export class Tree implements Detector {
     this.leave();
   }
 
-  onMessage(_source: number, kind: string, body: Record<string, unknown>): void {
+  onMessage(source: number, kind: string, body: Record<string, unknown>): void {
     if (kind !== "ack") return;
     this.host.rt.count("acksReceived");
+    // A child leaving the tree (m > 0; immediate acknowledgements carry 0): a trace shows the end's hops.
+    if ((body.m as number) > 0) this.host.rt.trace?.instant(`ack from ${source} (left the tree)`);
     this.deficit -= body.n as number;
     // A child leaving the tree brings its subtree's partial results; they go up when this rank leaves.
     this.host.rt.results.merge(body.r as WireResult);
