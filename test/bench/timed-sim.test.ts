@@ -103,6 +103,21 @@ test("timed simulation: sender-initiated with ring partners at 64 ranks ends on 
   }
 });
 
+// Two ranks are each other's only partner: counted as a chain, each took the other's surplus whatever it held,
+// and tasks went back and forth (one source: 0.85 moves a task, 0.51 with the mark).
+test("timed simulation: at 2 ranks sender-initiated takes no chain: its moves are those of the mark", async (t) => {
+  const out = await simulateTimed({
+    size: 2,
+    combo: "sender/random/tree",
+    workload: "one-source",
+    workPerRankMs: 2000,
+    seed: 1,
+  });
+  t.deepEqual(out.problems, []);
+  t.is(out.counters.chainMores, undefined);
+  t.true(out.moved / out.tasks <= 0.6, `moves a task: ${(out.moved / out.tasks).toFixed(2)}`);
+});
+
 // Ripple sent each edge's flow as one message of at most MAX_BATCH tasks a check: from one source at 512 ranks the
 // root's first child was owed about 25,000 tasks, and the run took 1.42x the bound (4,096 ranks: 2.41x).
 test("timed simulation: ripple from one source at 512 ranks moves each edge's flow at once", async (t) => {

@@ -136,9 +136,13 @@ export class SenderInitiated implements Balancer {
     else if (kind === "more") this.setAhead(body.d);
   }
 
-  /** The ranks this one takes work for at each partner: itself and the chain ahead, per partner. */
+  /**
+   * The ranks this one takes work for at each partner: itself and the chain ahead, per partner; at most the
+   * other ranks (at 2 ranks that is 1: two ranks that each counted the other would even out their loads back
+   * and forth, where the mark holds them).
+   */
   private demand(): number {
-    return Math.min((1 + this.ahead) / this.partner.span, this.host.rt.size);
+    return Math.min((1 + this.ahead) / this.partner.span, this.host.rt.size - 1);
   }
 
   /** The chain ahead said its demand (`d` of an ACCEPT or MORE: 1 if none); passed back once it has doubled. */
