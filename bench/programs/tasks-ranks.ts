@@ -1,6 +1,8 @@
 // The ranks of `npm run bench -- tasks` (bench/tasks.ts). `stop`: rank 0 puts 30 tasks of 3 s that honour
-// ctx.signal (a timer given the signal); the last rank's first task calls ctx.stop after 1 s. Every rank prints
-// one JSON line: when its run settled and, on the stopping rank, when the stop was called (epoch ms, one clock).
+// ctx.signal (a timer given the signal); task 0, wherever it runs, calls ctx.stop after 1 s instead. (It was the
+// last rank's first task: under load, a working coordinator and one worker with 16 tasks in flight each could
+// take all 30 before the last rank asked, and no task stopped the run.) Every rank prints one JSON line: when its
+// run settled and, on the stopping rank, when the stop was called (epoch ms, one clock).
 // `hash DIR CONCURRENCY WAIT_MS`: rank 0 puts one task per file of DIR (CONCURRENCY 0: the pool's default); each reads its file and hashes it, after
 // waiting WAIT_MS (0: none; else as for a remote store); rank 0 prints the run's wall time and the xor of the
 // hashes' first words.
@@ -15,13 +17,12 @@ const world = await connect();
 const what = process.argv[2];
 if (what === "stop") {
   const pool = world.pool<number>();
-  const stopper = world.size - 1;
   if (world.rank === 0) for (let i = 0; i < 30; i++) pool.put(i);
   let started = 0;
   let stopAt = 0;
-  const r = await pool.run(async (_id, ctx) => {
+  const r = await pool.run(async (id, ctx) => {
     started++;
-    if (world.rank === stopper && started === 1) {
+    if (id === 0) {
       await sleep(1000);
       stopAt = Date.now();
       ctx.stop(1);
