@@ -118,6 +118,20 @@ test("timed simulation: at 2 ranks sender-initiated takes no chain: its moves ar
   t.true(out.moved / out.tasks <= 0.6, `moves a task: ${(out.moved / out.tasks).toFixed(2)}`);
 });
 
+// An acceptance took at most one message's worth (4,096 tasks), and the acceptor was then above the mark: from one
+// source at 512 ranks `sender/neighbours` took 1.35x the bound (4,096 ranks: 2.11x). Larger ones go in PARTs.
+test("timed simulation: sender from one source at 512 ranks pushes an acceptance larger than a message", async (t) => {
+  const out = await simulateTimed({
+    size: 512,
+    combo: "sender/neighbours/tree",
+    workload: "one-source",
+    workPerRankMs: 2000,
+    seed: 1,
+  });
+  t.deepEqual(out.problems, []);
+  t.true(out.ended && out.ratio < 1.25, `makespan / bound ${out.ratio.toFixed(3)}`);
+});
+
 // Ripple sent each edge's flow as one message of at most MAX_BATCH tasks a check: from one source at 512 ranks the
 // root's first child was owed about 25,000 tasks, and the run took 1.42x the bound (4,096 ranks: 2.41x).
 test("timed simulation: ripple from one source at 512 ranks moves each edge's flow at once", async (t) => {
