@@ -26,6 +26,10 @@ const params = (combo: string, workload: TimedParams["workload"]): TimedParams =
   seed: 3,
 });
 
+/** A run of the scale bench's shape (bench/scale.ts): 2 s of work a rank, seed 1. */
+const scaleRun = (size: number, combo: string, workload: TimedParams["workload"]) =>
+  simulateTimed({ size, combo, workload, workPerRankMs: 2000, seed: 1 });
+
 for (const c of picked) {
   const combo = comboName(c);
   test(`timed simulation: ${combo} runs every workload exactly once, no faster than the bound`, async (t) => {
@@ -96,7 +100,7 @@ test("timed simulation: receiver-initiated with ring partners at 128 ranks ends 
 // bound, a tree 3.7x. Acceptors that take for the chain ahead, whose count comes back at message speed (MORE).
 test("timed simulation: sender-initiated with ring partners at 64 ranks ends on every workload within 5x", async (t) => {
   for (const workload of TIMED_WORKLOADS) {
-    const out = await simulateTimed({ size: 64, combo: "sender/ring/tree", workload, workPerRankMs: 2000, seed: 1 });
+    const out = await scaleRun(64, "sender/ring/tree", workload);
     t.deepEqual(out.problems, [], `${workload}: ${out.problems.join("; ")}`);
     t.true(out.ended && out.ratio < 5, `${workload}: makespan / bound ${out.ratio.toFixed(3)}`);
     if (workload === "one-source") t.true((out.counters.chainMores ?? 0) > 0, "no chain count was passed back");
@@ -106,13 +110,7 @@ test("timed simulation: sender-initiated with ring partners at 64 ranks ends on 
 // Two ranks are each other's only partner: counted as a chain, each took the other's surplus whatever it held,
 // and tasks went back and forth (one source: 0.85 moves a task, 0.51 with the mark).
 test("timed simulation: at 2 ranks sender-initiated takes no chain: its moves are those of the mark", async (t) => {
-  const out = await simulateTimed({
-    size: 2,
-    combo: "sender/random/tree",
-    workload: "one-source",
-    workPerRankMs: 2000,
-    seed: 1,
-  });
+  const out = await scaleRun(2, "sender/random/tree", "one-source");
   t.deepEqual(out.problems, []);
   t.is(out.counters.chainMores, undefined);
   t.true(out.moved / out.tasks <= 0.6, `moves a task: ${(out.moved / out.tasks).toFixed(2)}`);
@@ -121,13 +119,7 @@ test("timed simulation: at 2 ranks sender-initiated takes no chain: its moves ar
 // An acceptance took at most one message's worth (4,096 tasks), and the acceptor was then above the mark: from one
 // source at 512 ranks `sender/neighbours` took 1.35x the bound (4,096 ranks: 2.11x). Larger ones go in PARTs.
 test("timed simulation: sender from one source at 512 ranks pushes an acceptance larger than a message", async (t) => {
-  const out = await simulateTimed({
-    size: 512,
-    combo: "sender/neighbours/tree",
-    workload: "one-source",
-    workPerRankMs: 2000,
-    seed: 1,
-  });
+  const out = await scaleRun(512, "sender/neighbours/tree", "one-source");
   t.deepEqual(out.problems, []);
   t.true(out.ended && out.ratio < 1.25, `makespan / bound ${out.ratio.toFixed(3)}`);
 });
@@ -135,13 +127,7 @@ test("timed simulation: sender from one source at 512 ranks pushes an acceptance
 // Ripple sent each edge's flow as one message of at most MAX_BATCH tasks a check: from one source at 512 ranks the
 // root's first child was owed about 25,000 tasks, and the run took 1.42x the bound (4,096 ranks: 2.41x).
 test("timed simulation: ripple from one source at 512 ranks moves each edge's flow at once", async (t) => {
-  const out = await simulateTimed({
-    size: 512,
-    combo: "ripple/tree",
-    workload: "one-source",
-    workPerRankMs: 2000,
-    seed: 1,
-  });
+  const out = await scaleRun(512, "ripple/tree", "one-source");
   t.deepEqual(out.problems, []);
   t.true(out.ended && out.ratio < 1.35, `makespan / bound ${out.ratio.toFixed(3)}`);
 });

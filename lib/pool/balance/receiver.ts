@@ -143,7 +143,10 @@ export class ReceiverInitiated implements Balancer {
   private offered: Uint8Array | undefined;
   private unanswered = 0;
   private cancelOpen: (() => void) | undefined;
-  /** Chains: the demand of each hungry asker (0 when not hungry here), their sum, and this rank's last told. */
+  /**
+   * Chains: what each rank's last request or WANT here said it speaks for (`demandOf`; 0 before it asked),
+   * their sum (`behind`), how many said more than 1 (`chains`), and the demand this rank last told.
+   */
   private readonly demand: Float64Array;
   /** The load each asker last said it had. */
   private readonly askerLoad: Float64Array;
@@ -481,9 +484,9 @@ export class ReceiverInitiated implements Balancer {
 
   /**
    * Between two tasks, with hungry askers that speak for chains of idle ranks: each gets its chain's share of
-   * what this rank holds at once (GIVE), `movable x demand / (1 + the demands not served yet)`, this rank keeping
-   * one share; a NOTIFY would make it ask while this rank runs its next task, and the chain would wait that long
-   * at every rank along it.
+   * what this rank holds at once (GIVE), `movable x demand / (1 + behind, less the chains served before it)`,
+   * this rank keeping one share; a NOTIFY would make it ask while this rank runs its next task, and the chain
+   * would wait that long at every rank along it.
    */
   private giveToChains(): void {
     const host = this.host;

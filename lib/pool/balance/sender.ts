@@ -55,10 +55,11 @@ export const sender: InitiationStrategy = {
  * along a chain, and with halves the rank k hops on got 1/2^k of it (one source at 1,024 simulated ranks ran
  * 17,043 of 102,603 tasks in 20 times the bound). So an acceptor takes for the ranks it last saw take work
  * ahead of it: its demand is (1 + the `d` of its partner's last ACCEPT, 0 after a BUSY) / its partners' span,
- * at most the job's size. With demand D over 1 it accepts whatever it holds, as many as even the load per
- * rank between the sender and the D ranks it takes for (`(l x D - mine) / (D + 1)`), and says D in its ACCEPT. When its demand has doubled since it last said it, it tells the rank whose offer it last accepted
- * (MORE), so the count travels back along the chain at message speed, not one rank per wave of work. With
- * many partners (`random`: 1,023 at 1,024 ranks) the demand stays 1 and nothing changes.
+ * at most the other ranks. With demand D over 1 it accepts whatever it holds, as many as even the load per
+ * rank between the sender and the D ranks it takes for (`(l x D - mine) / (D + 1)`), and says D in its ACCEPT.
+ * When its demand has doubled since it last said it, it tells the rank whose offer it last accepted (MORE), so
+ * the count travels back along the chain at message speed, not one rank per wave of work. With many partners
+ * (`random`: 1,023 at 1,024 ranks) the demand stays 1 and nothing changes.
  */
 export class SenderInitiated implements Balancer {
   readonly low = 0;
@@ -124,7 +125,7 @@ export class SenderInitiated implements Balancer {
       this.setAhead(body.d);
       this.busyAnswers = 0;
       this.backoff.reset();
-      const moved = host.movable > 0 ? this.push(source, body.n as number) : 0;
+      const moved = this.push(source, body.n as number);
       if (moved > 0) rt.count("pushesSent");
       else {
         rt.count("releasesSent");
@@ -164,7 +165,8 @@ export class SenderInitiated implements Balancer {
 
   /**
    * Sends up to `n` accepted tasks to `dest`: PARTs of MAX_BATCH while more than that is left, then the PUSH
-   * that closes the acceptance (FIFO channels: the parts arrive first). Returns how many moved.
+   * that closes the acceptance (FIFO channels: the parts arrive first; if one arrived after the PUSH, its tasks
+   * would only have been reserved for a shorter while). Returns how many moved: 0 when this rank holds none.
    */
   private push(dest: number, n: number): number {
     let moved = 0;
