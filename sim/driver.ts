@@ -1,8 +1,8 @@
 /**
  * The run loop of one simulated rank of a distributed pool, taken one step at a time. DistributedEngine's own
  * loop (lib/pool/distributed/engine.ts `loop`) is a thin async driver over synchronous steps: `open` before the
- * first task, then `afterTask`, `next`, `execute`, `settle` when the queues run dry and `park` when there is
- * nothing left to do. A simulation drives the same steps in an order of its choosing: the adversarial ones
+ * first task, then `afterTask`, `standBy` (the balancer may hold a rank back to deal its tasks), `next`,
+ * `execute`, `settle` when the queues run dry and `park` when there is nothing left to do. A simulation drives the same steps in an order of its choosing: the adversarial ones
  * (test/helpers/simulation.ts, surviving-sim.ts) one step per scheduler pick, the timed one (bench/sim/timed.ts)
  * in stretches between virtual times.
  *
@@ -15,9 +15,9 @@ import type { DistributedEngine } from "../lib/internal.ts";
 
 /**
  * What a step did: nothing (the run is over here), the step before the first task, the `afterTask` of a rank
- * that resumes, handing out a task, or finding the queues dry (`settle`, then `park` unless work came back).
+ * that resumes, standing by (waiting to be woken, as a parked rank, but active), handing out a task, or finding the queues dry (`settle`, then `park` unless work came back).
  */
-export type DriverStep = "over" | "open" | "resume" | "task" | "idle";
+export type DriverStep = "over" | "open" | "resume" | "standby" | "task" | "idle";
 
 export class RankDriver<T> {
   /** Has a step to take: not parked, not waiting for its offers, not running a task, not over. */
@@ -64,6 +64,10 @@ export class RankDriver<T> {
       this.resumed = false;
       e.afterTask();
       return "resume";
+    }
+    if (e.standBy()) {
+      this.wait();
+      return "standby";
     }
     const task = e.next();
     if (task !== undefined) {

@@ -121,6 +121,12 @@ export interface Balancer {
    * false (or no method) to start at once.
    */
   open?(): boolean;
+  /**
+   * Called before each further task while the rank holds tasks. True if the rank should not run one now but
+   * wait, active (it holds tasks) and answering messages, until the balancer calls `host.release()` (it must,
+   * within a bounded time); false (or no method) to run the task.
+   */
+  standBy?(): boolean;
 }
 
 export interface InitiationStrategy extends StrategyInfo {

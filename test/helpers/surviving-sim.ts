@@ -40,7 +40,8 @@ export type SurvivingWorkload = "tree" | "spread" | "pinned" | "flat" | "keyed";
 export const SURVIVING_WORKLOADS: readonly SurvivingWorkload[] = ["tree", "spread", "pinned", "flat", "keyed"];
 
 /** What a rank did last before it was killed (the step kinds the kills must cover). */
-export type StepKind = "open" | "task" | "idle" | "resume" | "message" | "timer" | "soon" | "flush" | "notice" | "none";
+export type StepKind =
+  "open" | "task" | "idle" | "resume" | "standby" | "message" | "timer" | "soon" | "flush" | "notice" | "none";
 
 export interface SurvivingParams {
   readonly size: number;

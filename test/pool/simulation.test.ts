@@ -71,7 +71,9 @@ for (const c of DISTRIBUTED_COMBINATIONS) {
       t.true((totals.openingOffers ?? 0) > 0, "no rank ever opened a run with offers");
       t.true((totals.openingHaves ?? 0) > 0, "no offer was ever answered HAVE");
       t.true((totals.givesSent ?? 0) > 0, "no offer was ever taken up (WANT, GIVE)");
-      t.true((totals.asksHeld ?? 0) > 0, "no request was ever held to be answered with others");
+      // A rank that opened a run to idle askers deals its tasks before its first (`standBy`); holding asks
+      // between two long tasks needs measured long tasks, which no schedule here has (test/pool/long-tasks.test.ts).
+      t.true((totals.standBys ?? 0) > 0, "no rank ever stood by to deal its tasks");
     }
     if (c.initiation === "sender") {
       t.true((totals.offersAccepted ?? 0) > 0, "no offer was ever accepted");

@@ -14,6 +14,15 @@ export const MAX_OFFERS = 64;
 export const OPEN_MAX_PER_RANK = 4;
 /** Longest a rank waits for the answers to its offers before it runs its first task anyway. */
 export const OPEN_WAIT_MS = 50;
+/**
+ * Longest a dealing rank stands by between two asks (`standBy`) before it runs a task of its own: no rank asked
+ * meanwhile, so none is idle.
+ */
+export const STANDBY_MS = 50;
+/** `opening[rank]`, before this rank's first task: offered work, and yet to answer. */
+const OFFERED = 1;
+/** `opening[rank]`, before this rank's first task: given a share (asked or not); its late WANT gets nothing. */
+const SERVED = 2;
 
 /**
  * How many of its `movable` tasks a rank gives an asker that holds `askerLoad`: about half the difference, or
@@ -139,8 +148,11 @@ export class ReceiverInitiated implements Balancer {
   private readonly held: HeldAsk[] = [];
   /** This run opened with offers, here or on a rank that sent this one an OPEN. */
   private opens = false;
-  /** While opening: ranks offered work that have not answered (1), their count, and the wait's timer. */
-  private offered: Uint8Array | undefined;
+  /**
+   * Before this rank's first task: each rank's part in the opening (OFFERED, SERVED, or 0); how many offered ranks
+   * have not answered; the wait's timer.
+   */
+  private opening: Uint8Array | undefined;
   private unanswered = 0;
   private cancelOpen: (() => void) | undefined;
   /**
@@ -155,6 +167,13 @@ export class ReceiverInitiated implements Balancer {
   private toldDemand = 1;
   /** The partner that last refused this rank: a waiting rank whose demand doubled asks it again. */
   private lastRefuser = -1;
+  /** While tasks may be long: the rank that last gave this one work, asked first (it may be dealing). */
+  private lastGiver = -1;
+  /** This rank opened the run and idle ranks asked for its tasks: it deals them (`standBy`). */
+  private dealer = false;
+  /** Standing by (`standBy`): the timer that ends it; and whether the last stand-by ended with no ask. */
+  private cancelStandBy: (() => void) | undefined;
+  private waitedInVain = false;
 
   constructor(
     private readonly host: DistributedHost,
@@ -175,7 +194,11 @@ export class ReceiverInitiated implements Balancer {
    * it feeds a chain: what it holds must last until more has come along the chain.
    */
   get low(): number {
-    return this.chains === 0 ? this.baseLow : this.baseLow * Math.max(1, this.myDemand());
+    if (this.chains > 0) return this.baseLow * Math.max(1, this.myDemand());
+    // Tasks that may be long: ask only with nothing queued. A task fetched ahead waits here through the whole
+    // task this rank runs, while a rank that finishes first asks in vain; a steal's round trip is short beside
+    // such a task.
+    return this.mayBeLong() ? 1 : this.baseLow;
   }
 
   /** With hungry askers waiting, the engine calls `check` as soon as there is work to spare. */
@@ -192,6 +215,9 @@ export class ReceiverInitiated implements Balancer {
     if (load >= this.low) return;
     let dest = this.preferred;
     this.preferred = -1;
+    if (dest < 0 && this.lastGiver >= 0 && this.refusedBy[this.lastGiver] === 0 && this.mayBeLong()) {
+      dest = this.lastGiver;
+    }
     if (dest < 0) dest = this.pickPartner();
     if (dest < 0) return; // every partner refused: wait for a NOTIFY
     this.request(dest, load);
@@ -234,14 +260,18 @@ export class ReceiverInitiated implements Balancer {
   open(): boolean {
     const host = this.host;
     const { rank, size } = host.rt;
-    const n = Math.min(size - 1, host.movable - 1, MAX_OFFERS);
-    if (n < 1 || host.movable > OPEN_MAX_PER_RANK * size || this.stopped) return false;
-    const offered = (this.offered ??= new Uint8Array(size));
-    for (let i = 1; i <= n; i++) {
+    if (host.movable < 2 || !this.fewTasksARank() || this.stopped) return false;
+    // Not to a rank served already (it asked before this rank entered the run): it has its share.
+    const opening = (this.opening ??= new Uint8Array(size));
+    let n = 0;
+    for (let i = 1; i < size && n < MAX_OFFERS && n < host.movable - 1; i++) {
       const dest = (rank + i) % size;
-      offered[dest] = 1;
+      if (opening[dest] === SERVED) continue;
+      opening[dest] = OFFERED;
       host.send(dest, "open", {});
+      n++;
     }
+    if (n === 0) return false;
     host.rt.count("openingOffers", n);
     this.opens = true;
     this.unanswered = n;
@@ -249,25 +279,44 @@ export class ReceiverInitiated implements Balancer {
     return true;
   }
 
-  /** The offers are answered, or the wait is up: the rank runs its first task. */
+  /**
+   * The offers are answered, or the wait is up: the rank runs its first task. A rank that has not answered by
+   * then is still starting (its process, or the code before its `run`), not working: it gets its even share
+   * unasked (GIVE), and its late WANT nothing more. Held back instead, that share would wait behind this rank's
+   * first task, which may take seconds: at 16 ranks on 2 cores, where ranks entered the run up to 76 ms apart,
+   * half of them sat idle through rank 0's first task of 221 ms.
+   */
   private opened(): void {
     this.cancelOpen?.();
     this.cancelOpen = undefined;
-    if (this.unanswered > 0) {
+    const opening = this.opening;
+    if (this.unanswered > 0 && opening !== undefined) {
       this.host.rt.count("openingUnanswered", this.unanswered);
+      let left = this.unanswered;
+      for (let dest = 0; dest < opening.length && left > 0; dest++) {
+        if (opening[dest] !== OFFERED) continue;
+        const n = this.stopped ? 0 : Math.min(1, evenShare(this.host.movable, left + 1));
+        left--;
+        opening[dest] = n > 0 ? SERVED : 0;
+        this.give(dest, n);
+      }
       this.unanswered = 0;
-      this.offered?.fill(0);
     }
     this.host.release();
   }
 
-  /** An offered rank answered (its WANT or HAVE); true if `source` was one. */
+  /** An offered rank answered (its WANT, HAVE or a request) while this rank waits; true if `source` was one. */
   private answered(source: number): boolean {
-    const offered = this.offered;
-    if (this.cancelOpen === undefined || offered === undefined || offered[source] === 0) return false;
-    offered[source] = 0;
+    const opening = this.opening;
+    if (this.cancelOpen === undefined || opening === undefined || opening[source] !== OFFERED) return false;
+    opening[source] = 0;
     this.unanswered--;
     return true;
+  }
+
+  /** `source` was given a share before this rank's first task (`opening`). */
+  private served(source: number): boolean {
+    return this.opening !== undefined && this.opening[source] === SERVED;
   }
 
   /** The policy's next partner that has not refused this rank since it last notified, or -1 if none. */
@@ -309,7 +358,9 @@ export class ReceiverInitiated implements Balancer {
       if (load >= this.baseLow || this.stopped) this.host.send(source, "have", {});
       else this.host.send(source, "want", { l: load });
     } else if (kind === "want") {
-      this.asked(source, true, body);
+      // A rank that asked and was served while it was offered work too, or whose share came unasked.
+      if (this.served(source)) rt.count("openingLateWants");
+      else this.asked(source, true, body);
     } else if (kind === "have") {
       rt.count("openingHaves");
       if (this.answered(source) && this.unanswered === 0) this.opened();
@@ -334,6 +385,7 @@ export class ReceiverInitiated implements Balancer {
   }
 
   received(source: number, kind: string): void {
+    if (this.mayBeLong()) this.lastGiver = source;
     if (kind === "give") {
       // As a NOTIFY would: the giver had work, so it may be asked again; the request out (if any) stays out.
       this.host.rt.count("givesReceived");
@@ -365,16 +417,33 @@ export class ReceiverInitiated implements Balancer {
     this.askerLoad[source] = body.l as number;
     if (this.hold(source, want, body)) return;
     const opening = this.cancelOpen !== undefined;
-    if (opening && want) this.answered(source);
+    // A request from an offered rank stands for its answer: its WANT, sent before our share reached it, gets
+    // nothing more (`served`).
+    if (opening) this.answered(source);
     const movable = this.host.movable;
-    const n = opening
-      ? evenShare(movable, this.unanswered + 2)
-      : this.mayBeLong()
-        ? share(movable, body.l as number, Math.max(2, this.host.rt.size))
-        : chainShare(movable, body.l as number, demand);
+    const standing = this.cancelStandBy !== undefined;
+    // Before its first task, with 3 or more ranks, a rank holding few tasks a rank deals them one at a time.
+    const dealing = this.host.rt.size >= 3 && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank();
+    if (dealing) this.dealer = true;
+    const n =
+      standing || dealing
+        ? evenShare(movable, 2) && 1
+        : opening
+          ? evenShare(movable, this.unanswered + 2)
+          : this.mayBeLong()
+            ? share(movable, body.l as number, Math.max(2, this.host.rt.size))
+            : chainShare(movable, body.l as number, demand);
     if (want) this.give(source, n);
     else this.answer(source, n, body.k as readonly unknown[] | undefined);
+    if (n > 0 && this.host.rt.stats.tasksExecuted === 0) {
+      (this.opening ??= new Uint8Array(this.host.rt.size))[source] = SERVED;
+    }
     if (opening && this.unanswered === 0) this.opened();
+    if (standing) {
+      // Standing by again (the engine asks), with a fresh wait.
+      this.endStandBy();
+      this.host.release();
+    }
   }
 
   /** Sends `n` tasks unasked for (GIVE), if `n` > 0. */
@@ -427,7 +496,11 @@ export class ReceiverInitiated implements Balancer {
    */
   private hold(source: number, want: boolean, body: Record<string, unknown>): boolean {
     const host = this.host;
-    if (this.cancelOpen !== undefined || host.running || host.movable < 2 || !this.mayBeLong()) return false;
+    if (this.cancelOpen !== undefined || this.cancelStandBy !== undefined) return false;
+    if (host.running || host.movable < 2 || !this.mayBeLong()) return false;
+    // Before the first task every rank has yet to ask: an even split among those that have would give each far
+    // more than a 1/size share.
+    if (host.rt.stats.tasksExecuted === 0) return false;
     this.held.push({ source, want, keys: body.k as readonly unknown[] | undefined });
     host.rt.count("asksHeld");
     return true;
@@ -453,7 +526,17 @@ export class ReceiverInitiated implements Balancer {
    * 1.19x the bound at 64 simulated ranks when unknown counted as long, 1.07x when not.)
    */
   private mayBeLong(): boolean {
-    return this.host.longTasks || (this.opens && this.host.rt.stats.tasksExecuted === 0);
+    return this.host.longTasks || (this.host.rt.stats.tasksExecuted === 0 && (this.opens || this.fewTasksARank()));
+  }
+
+  /**
+   * This rank holds few tasks a rank of the job (2 to OPEN_MAX_PER_RANK): a run it starts opens with offers
+   * (`open`), and a request that comes before that, from a rank that entered the run first, gets a 1/size
+   * share, not half (at 16 ranks, the first asker took 20 of 40 tasks and held them behind a task of 275 ms).
+   */
+  private fewTasksARank(): boolean {
+    const movable = this.host.movable;
+    return movable >= 2 && movable <= OPEN_MAX_PER_RANK * this.host.rt.size;
   }
 
   /** Tells hungry askers, as many as there is work for (about one per two movable tasks), to ask again. */
@@ -511,20 +594,51 @@ export class ReceiverInitiated implements Balancer {
   /**
    * Long tasks, between two of them: a hungry asker told to ask again (NOTIFY) would ask while this rank is
    * inside its next task, and wait that whole task for the answer while the task it could run waits here. So
-   * each hungry asker gets one task now instead (GIVE), as many as this rank holds beyond the one it runs next.
+   * each hungry asker gets one task now instead (GIVE), as many as this rank holds beyond the one it runs next,
+   * the latest refused first: the longer ago an asker was refused, the likelier it has found work elsewhere since
+   * and is inside a task of its own, where the task given would wait as it would here.
    */
   private giveToHungry(): void {
     const host = this.host;
-    let given = 0;
-    while (given < this.hungry.length && host.movable >= 2) {
-      const dest = this.hungry[given++] as number;
+    const hungry = this.hungry;
+    while (hungry.length > 0 && host.movable >= 2) {
+      const dest = hungry.pop() as number;
       this.isHungry[dest] = 0;
       this.give(dest, 1);
     }
-    this.hungry.splice(0, given);
+  }
+
+  /**
+   * A rank that opened the run and was asked for its tasks by idle ranks, while its tasks may be long and it
+   * holds two or more, runs none of them while asks keep coming: it stands by, answering each at once with one
+   * task (it keeps the rest to deal), until STANDBY_MS pass with no ask, or it holds one. Each task of its own
+   * would keep every ask meanwhile waiting for its whole length, and the tasks it dealt out in shares would wait
+   * behind the long tasks of the ranks it gave them to, as they wait behind its own. Ranks it gives to ask it
+   * first next time (`lastGiver`).
+   */
+  standBy(): boolean {
+    if (this.waitedInVain) {
+      // No ask came: this rank runs a task now (tasks not measured yet would keep it standing by for ever).
+      this.waitedInVain = false;
+      return false;
+    }
+    if (!this.dealer || this.stopped || this.host.movable < 2 || !this.mayBeLong()) return false;
+    this.host.rt.count("standBys");
+    this.cancelStandBy = this.host.after(STANDBY_MS, () => {
+      this.cancelStandBy = undefined;
+      this.waitedInVain = true;
+      this.host.release();
+    });
+    return true;
+  }
+
+  private endStandBy(): void {
+    this.cancelStandBy?.();
+    this.cancelStandBy = undefined;
   }
 
   stop(): void {
+    this.endStandBy();
     this.stopped = true;
     this.held.length = 0;
     this.backoff.cancel();

@@ -1,4 +1,5 @@
 import type { RankFailedError } from "../../errors.ts";
+import { OPEN_MAX_PER_RANK } from "../balance/receiver.ts";
 import type { WireResult } from "../results.ts";
 import type { Engine, PendingPut } from "../runtime.ts";
 import { PoolRuntime } from "../runtime.ts";
@@ -68,7 +69,10 @@ export class WorkingCoordinator<T> implements Engine<T> {
     // on it at once, and the coordinator deals it to others only when they run dry and it is asked to release
     // some. (Put straight into the queue, it went to whichever worker asked first: a loop's block for this rank
     // could start on another, and this rank sit idle until that one had work to give back.)
-    const kept = this.keep > 0 || this.putsThroughWorker;
+    // But few tasks a rank (the coarse tasks an app put on one rank) go to the queue: while they may be long,
+    // this rank only deals (Coordinator `standsBy`), and its worker would hold them behind its own first task.
+    const few = rt.size >= 3 && initial.length <= OPEN_MAX_PER_RANK * rt.size;
+    const kept = (this.keep > 0 && !few) || this.putsThroughWorker;
     this.coordinator = pair.coordinator<T>(
       new Loopback(rt, (tag, body) => this.worker.onMessage(me, tag, body)),
       kept ? [] : initial,

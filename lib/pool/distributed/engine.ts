@@ -64,8 +64,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private parked = false;
   /** From taking a task (`next`) to the step after it (`afterTask`): a task is running here. */
   private inTask = false;
-  /** Before its first task, waiting on the balancer's offers (`open`). */
+  /** Before its first task, waiting on the balancer's offers (`open`), or standing by (`standBy`). */
   private gated = false;
+  /** The balancer may hold this rank back between tasks (it has `standBy`). */
+  private readonly standsBy: boolean;
 
   constructor(
     readonly rt: PoolRuntime,
@@ -92,6 +94,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.outbox = new Outbox<T>(timers, this.sendPinned, this.flushSoon);
     const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed, config.topology);
     this.balancer = initiation.create(this, partner);
+    this.standsBy = this.balancer.standBy !== undefined;
     this.detector = detection.create(this);
     for (const p of initial) this.enqueue(p.task, p.priority, p.to, p.key);
   }
@@ -289,6 +292,34 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     return this.gated && !this.finished;
   }
 
+  /**
+   * Before a task (after `afterTask`): the balancer may hold the rank back to deal its tasks (balancer
+   * `standBy`). True if the rank waits (then set `wakeup`: `release` calls it, and the rank resumes with
+   * `afterTask` and asks again); false to take the next task.
+   */
+  standBy(): boolean {
+    if (!this.standsBy || this.finished || this.load === 0) return false;
+    this.gated = true;
+    if (!(this.balancer.standBy?.() ?? false)) this.gated = false;
+    if (this.gated) this.flush();
+    return this.gated && !this.finished;
+  }
+
+  /** `standBy`, as long as the balancer asks, in the loop; true if the run ended meanwhile. */
+  private async stoodBy(): Promise<boolean> {
+    while (this.standBy()) {
+      // Not busy: waiting for asks.
+      this.exec.pause();
+      await new Promise<void>((resolve) => {
+        this.wakeup = resolve;
+      });
+      this.exec.resume();
+      if (this.over) return true;
+      this.afterTask();
+    }
+    return this.over;
+  }
+
   /** The next task to run: the higher-priority head of the pinned and movable queues (pinned on a tie). */
   next(): T | undefined {
     const pinned = this.pinnedQueue;
@@ -426,6 +457,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     exec.resume();
     while (!this.finished) {
       this.afterTask();
+      if (this.standsBy && (await this.stoodBy())) return;
       const flight = this.flight;
       for (let task = this.next(); task !== undefined; task = this.next()) {
         const pending = exec.execute(task);
@@ -447,6 +479,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
           // What arrived during the slice (requests, above all) is acted on before the next task starts.
           this.afterTask();
         }
+        if (this.standsBy && (await this.stoodBy())) return;
       }
       if (this.settle()) continue;
       if (flight.size > 0) {
