@@ -28,6 +28,11 @@ export type Cancel = () => void;
 /** What a strategy sees of the rank's engine. */
 export interface DistributedHost {
   readonly rt: PoolRuntime;
+  /**
+   * Set by a balancer that may hold the rank back between tasks to deal its tasks (Balancer `standBy`): only
+   * then does the engine ask it before each task, which would cost a tiny task a good part of its time.
+   */
+  dealing: boolean;
   /** The rank that starts token rounds, roots the tree, and announces termination. */
   readonly root: number;
   /** Tasks queued on this rank, movable and pinned (not counting the one running). */
@@ -45,6 +50,8 @@ export interface DistributedHost {
    * runs, so what it keeps queued waits a whole task for any rank that asks.
    */
   readonly longTasks: boolean;
+  /** Mean time of the tasks this rank has run in this run, in ms (0 before any). */
+  readonly meanTaskMs: number;
   /**
    * True while this rank is passive: no task queued or running, and no task waiting to be sent. Only a task
    * message can make a passive rank active again (or, outside the model, a put from the app).

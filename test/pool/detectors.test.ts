@@ -26,6 +26,8 @@ class ScriptedHost implements DistributedHost {
   readonly movable = 0;
   readonly running = false;
   readonly longTasks = false;
+  readonly meanTaskMs = 0;
+  dealing = false;
   passive = false;
   lastActivityAt = 100;
   readonly sent: Sent[] = [];

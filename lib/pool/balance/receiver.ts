@@ -1,4 +1,5 @@
 import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import { LONG_TASK_MS } from "../executor.ts";
 import { Backoff } from "./backoff.ts";
 
 /** Refusals in a row before an asker starts backing off (fewer if it has fewer partners). */
@@ -19,6 +20,11 @@ export const OPEN_WAIT_MS = 50;
  * meanwhile, so none is idle.
  */
 export const STANDBY_MS = 50;
+/**
+ * Longest a dealing rank stands by before any asker has said how long its tasks take: the first asks come when
+ * the first tasks dealt end, which may take seconds; a task of its own begun before would keep them all waiting.
+ */
+export const UNKNOWN_STANDBY_MS = 1000;
 /** `opening[rank]`, before this rank's first task: offered work, and yet to answer. */
 const OFFERED = 1;
 /** `opening[rank]`, before this rank's first task: given a share (asked or not); its late WANT gets nothing. */
@@ -58,7 +64,8 @@ export function chainShare(movable: number, askerLoad: number, demand: number): 
 /**
  * Messages:
  * REQUEST   asker -> partner     { l: asker's queued tasks, k?: locality keys it ran recently, d?: the idle
- *                                ranks it speaks for, when more than itself (see ReceiverInitiated, chains) }
+ *                                ranks it speaks for, when more than itself (see ReceiverInitiated, chains),
+ *                                g?: its mean task time in ms, once it has run a task (`standBy`) }
  *                                                                answered by exactly one TRANSFER or REFUSE
  * TRANSFER  giver -> asker       task message: about half the giver's movable tasks (keyed tasks: those of
  *                                the asker's keys `k` first; see DistributedHost.sendMovable)
@@ -174,6 +181,8 @@ export class ReceiverInitiated implements Balancer {
   /** Standing by (`standBy`): the timer that ends it; and whether the last stand-by ended with no ask. */
   private cancelStandBy: (() => void) | undefined;
   private waitedInVain = false;
+  /** The longest mean task time an asker with long tasks said it has (its request's `g`), in ms. */
+  private askersMeanMs = 0;
 
   constructor(
     private readonly host: DistributedHost,
@@ -194,11 +203,8 @@ export class ReceiverInitiated implements Balancer {
    * it feeds a chain: what it holds must last until more has come along the chain.
    */
   get low(): number {
-    if (this.chains > 0) return this.baseLow * Math.max(1, this.myDemand());
-    // Tasks that may be long: ask only with nothing queued. A task fetched ahead waits here through the whole
-    // task this rank runs, while a rank that finishes first asks in vain; a steal's round trip is short beside
-    // such a task.
-    return this.mayBeLong() ? 1 : this.baseLow;
+    // (Read after every task: kept to a field or two. Long tasks lower it to 1 in `check`.)
+    return this.chains === 0 ? this.baseLow : this.baseLow * Math.max(1, this.myDemand());
   }
 
   /** With hungry askers waiting, the engine calls `check` as soon as there is work to spare. */
@@ -213,6 +219,10 @@ export class ReceiverInitiated implements Balancer {
     if (this.asking || this.backoff.waiting) return;
     const load = this.host.load;
     if (load >= this.low) return;
+    // Tasks that may be long: ask only with nothing queued. A task fetched ahead waits here through the whole
+    // task this rank runs, while a rank that finishes first asks in vain; a steal's round trip is short beside
+    // such a task.
+    if (load >= 1 && this.chains === 0 && this.mayBeLong()) return;
     let dest = this.preferred;
     this.preferred = -1;
     if (dest < 0 && this.lastGiver >= 0 && this.refusedBy[this.lastGiver] === 0 && this.mayBeLong()) {
@@ -232,6 +242,7 @@ export class ReceiverInitiated implements Balancer {
     const d = this.myDemand();
     this.toldDemand = d;
     if (d > 1) body.d = d;
+    if (this.host.rt.stats.tasksExecuted > 0) body.g = this.host.meanTaskMs;
     this.host.send(dest, "request", body);
   }
 
@@ -385,7 +396,7 @@ export class ReceiverInitiated implements Balancer {
   }
 
   received(source: number, kind: string): void {
-    if (this.mayBeLong()) this.lastGiver = source;
+    this.lastGiver = source;
     if (kind === "give") {
       // As a NOTIFY would: the giver had work, so it may be asked again; the request out (if any) stays out.
       this.host.rt.count("givesReceived");
@@ -414,6 +425,7 @@ export class ReceiverInitiated implements Balancer {
   private asked(source: number, want: boolean, body: Record<string, unknown>): void {
     const demand = this.demandOf(body);
     this.setDemand(source, demand);
+    if (typeof body.g === "number") this.askerRan(body.g);
     this.askerLoad[source] = body.l as number;
     if (this.hold(source, want, body)) return;
     const opening = this.cancelOpen !== undefined;
@@ -424,9 +436,10 @@ export class ReceiverInitiated implements Balancer {
     const standing = this.cancelStandBy !== undefined;
     // Before its first task, with 3 or more ranks, a rank holding few tasks a rank deals them one at a time.
     const dealing = this.host.rt.size >= 3 && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank();
-    if (dealing) this.dealer = true;
-    const n =
-      standing || dealing
+    if (dealing) this.dealer = this.host.dealing = true;
+    const n = standing
+      ? Math.min(1, movable)
+      : dealing
         ? evenShare(movable, 2) && 1
         : opening
           ? evenShare(movable, this.unanswered + 2)
@@ -609,9 +622,13 @@ export class ReceiverInitiated implements Balancer {
   }
 
   /**
-   * A rank that opened the run and was asked for its tasks by idle ranks, while its tasks may be long and it
-   * holds two or more, runs none of them while asks keep coming: it stands by, answering each at once with one
-   * task (it keeps the rest to deal), until STANDBY_MS pass with no ask, or it holds one. Each task of its own
+   * A rank that was asked for its tasks before its first, holding few tasks a rank (3 or more ranks), deals
+   * them: while its tasks may be long and it holds any, it runs none while asks keep coming, but stands by,
+   * answering each at once with one task, the last included, until no ask has come for twice the longest mean
+   * task time askers told in their requests (`g`: they ask about once a task; at least STANDBY_MS;
+   * UNKNOWN_STANDBY_MS before any told); then it runs one. An asker whose tasks are short ends its dealing
+   * (`askerRan`). (The last task run here at the end of a run of 20-300 ms tasks on 16 ranks was its whole
+   * last 221 ms, all other ranks idle.) Each task of its own
    * would keep every ask meanwhile waiting for its whole length, and the tasks it dealt out in shares would wait
    * behind the long tasks of the ranks it gave them to, as they wait behind its own. Ranks it gives to ask it
    * first next time (`lastGiver`).
@@ -622,14 +639,29 @@ export class ReceiverInitiated implements Balancer {
       this.waitedInVain = false;
       return false;
     }
-    if (!this.dealer || this.stopped || this.host.movable < 2 || !this.mayBeLong()) return false;
+    if (!this.dealer || this.stopped || this.host.movable < 1 || !this.mayBeLong()) return false;
     this.host.rt.count("standBys");
-    this.cancelStandBy = this.host.after(STANDBY_MS, () => {
+    // Askers that run long tasks ask about once a task each: a gap of twice their mean says none is coming.
+    const wait = this.askersMeanMs > 0 ? Math.max(STANDBY_MS, 2 * this.askersMeanMs) : UNKNOWN_STANDBY_MS;
+    this.cancelStandBy = this.host.after(wait, () => {
       this.cancelStandBy = undefined;
       this.waitedInVain = true;
       this.host.release();
     });
     return true;
+  }
+
+  /**
+   * An asker's request said its mean task time (`g`): a dealer stands by at most twice the longest one heard,
+   * and stops dealing once an asker's tasks are short (the ranks then run through tasks faster than a round
+   * trip to it, and stealing halves serve them better).
+   */
+  private askerRan(meanMs: number): void {
+    if (meanMs > this.askersMeanMs) this.askersMeanMs = meanMs;
+    if (meanMs <= LONG_TASK_MS && this.dealer) {
+      this.dealer = this.host.dealing = false;
+      this.host.rt.count("dealingEnded");
+    }
   }
 
   private endStandBy(): void {
@@ -639,6 +671,7 @@ export class ReceiverInitiated implements Balancer {
 
   stop(): void {
     this.endStandBy();
+    this.host.dealing = false;
     this.stopped = true;
     this.held.length = 0;
     this.backoff.cancel();

@@ -66,8 +66,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private inTask = false;
   /** Before its first task, waiting on the balancer's offers (`open`), or standing by (`standBy`). */
   private gated = false;
-  /** The balancer may hold this rank back between tasks (it has `standBy`). */
-  private readonly standsBy: boolean;
+  /** The balancer may hold this rank back between tasks now (DistributedHost `dealing`). */
+  dealing = false;
 
   constructor(
     readonly rt: PoolRuntime,
@@ -94,7 +94,6 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.outbox = new Outbox<T>(timers, this.sendPinned, this.flushSoon);
     const partner = PARTNER_POLICIES[config.partner].create(rt.rank, rt.size, config.seed, config.topology);
     this.balancer = initiation.create(this, partner);
-    this.standsBy = this.balancer.standBy !== undefined;
     this.detector = detection.create(this);
     for (const p of initial) this.enqueue(p.task, p.priority, p.to, p.key);
   }
@@ -115,6 +114,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   get longTasks(): boolean {
     return this.exec.longTasks();
+  }
+
+  get meanTaskMs(): number {
+    return this.exec.meanTaskMs();
   }
 
   get passive(): boolean {
@@ -298,16 +301,19 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
    * `afterTask` and asks again); false to take the next task.
    */
   standBy(): boolean {
-    if (!this.standsBy || this.finished || this.load === 0) return false;
+    if (!this.dealing || this.finished || this.load === 0) return false;
     this.gated = true;
     if (!(this.balancer.standBy?.() ?? false)) this.gated = false;
     if (this.gated) this.flush();
     return this.gated && !this.finished;
   }
 
-  /** `standBy`, as long as the balancer asks, in the loop; true if the run ended meanwhile. */
+  /**
+   * The loop's wait once `standBy` said to wait, and again as long as it does; true if the run ended meanwhile.
+   * (Called only then: an await before every task would cost a tiny task many times its own time.)
+   */
   private async stoodBy(): Promise<boolean> {
-    while (this.standBy()) {
+    do {
       // Not busy: waiting for asks.
       this.exec.pause();
       await new Promise<void>((resolve) => {
@@ -316,7 +322,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       this.exec.resume();
       if (this.over) return true;
       this.afterTask();
-    }
+    } while (this.standBy());
     return this.over;
   }
 
@@ -457,7 +463,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     exec.resume();
     while (!this.finished) {
       this.afterTask();
-      if (this.standsBy && (await this.stoodBy())) return;
+      if (this.dealing && this.standBy() && (await this.stoodBy())) return;
       const flight = this.flight;
       for (let task = this.next(); task !== undefined; task = this.next()) {
         const pending = exec.execute(task);
@@ -479,7 +485,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
           // What arrived during the slice (requests, above all) is acted on before the next task starts.
           this.afterTask();
         }
-        if (this.standsBy && (await this.stoodBy())) return;
+        if (this.dealing && this.standBy() && (await this.stoodBy())) return;
       }
       if (this.settle()) continue;
       if (flight.size > 0) {
