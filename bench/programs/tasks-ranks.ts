@@ -38,6 +38,7 @@ if (what === "stop") {
   const waitMs = Number(process.argv[5] ?? 0);
   const pool = world.pool<string>(Number.isInteger(concurrency) && concurrency > 0 ? { concurrency } : {});
   if (world.rank === 0) for (const f of readdirSync(dir)) pool.put(join(dir, f));
+  const cpu0 = process.cpuUsage();
   const r = await pool.run(
     async (file) => {
       if (waitMs > 0) await sleep(waitMs);
@@ -46,8 +47,12 @@ if (what === "stop") {
     },
     { reduce: (a, b) => (a ^ b) >>> 0 },
   );
+  // The CPU every rank used in its run, every thread of it (libuv's reads, V8's compiler and GC).
+  const cpu = process.cpuUsage(cpu0);
+  const cpus = await world.gather((cpu.user + cpu.system) / 1000, 0);
   if (world.rank === 0) {
-    console.log(JSON.stringify({ ms: r.wallMs, xor: r.result, concurrency: pool.config.concurrency }));
+    const cpuMs = (cpus as number[]).reduce((a, b) => a + b, 0);
+    console.log(JSON.stringify({ ms: r.wallMs, xor: r.result, concurrency: pool.config.concurrency, cpuMs }));
   }
 } else throw new Error(`tasks-ranks.ts: unknown workload ${what}`);
 await world.close();
