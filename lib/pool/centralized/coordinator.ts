@@ -228,6 +228,9 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
       // A worker that keeps tasks it put may hold far more than its last status said, and asks for work
       // only when that is done: its finish cannot be foreseen, and waiting for it could last the whole run.
       if (v.kept > 0) continue;
+      // This rank's own worker, standing by (`standsBy`), is dealt nothing while the queue has tasks: waiting for
+      // it would leave them in the queue for good, every worker waiting.
+      if (v === this.self && this.standsBy()) continue;
       // Only a clearly faster worker is worth waiting for; equals share the end normally.
       if (v.meanMs * 1.5 > w.meanMs) continue;
       const finishV = (holding(v) + chunk) * v.meanMs;
