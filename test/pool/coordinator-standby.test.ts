@@ -58,7 +58,10 @@ test("a working coordinator standing by still deals the last tasks when ECD defe
   };
   // Short tasks first: every worker runs 8 or more.
   for (let k = 0; k < 100 && workers.some((w) => w.granted < 9); k++) for (const w of workers) report(w);
-  t.true(workers.every((w) => w.granted >= 9), JSON.stringify(workers));
+  t.true(
+    workers.every((w) => w.granted >= 9),
+    JSON.stringify(workers),
+  );
   // Then the two remote workers' tasks turn out long (8 ms): the coordinator only deals.
   workers[1]!.meanMs = 8;
   workers[2]!.meanMs = 8;
