@@ -201,6 +201,10 @@ export class Executor<T> {
   meanTaskMs(): number {
     const n = this.stats.tasksExecuted;
     if (n === 0) return 0;
+    // Sync tasks run since the last clock read are counted but not yet timed (the clock is read after the check
+    // that may ask this): read it now, or the first long task would read as a fraction of a millisecond. Callers
+    // ask between tasks, rarely (a status, a request).
+    if (this.running && this.sinceRead > 0 && this.inFlight === 0) this.read();
     return (this.stats.busyMs + (this.inFlight > 0 ? now() - this.flightStart : 0)) / n;
   }
 

@@ -35,19 +35,19 @@ test("a working coordinator standing by still deals the last tasks when ECD defe
   const sent: Sent[] = [];
   const link: PoolLink = {
     rank: 0,
-    size: 3,
+    size: 4,
     send(dest, tag, body) {
       sent.push({ dest, tag, body });
       return 0;
     },
   };
-  const config = resolvePoolConfig({ mode: "centralized", coordinatorWorks: true }, undefined, 3);
+  const config = resolvePoolConfig({ mode: "centralized", coordinatorWorks: true }, undefined, 4);
   const rt = new PoolRuntime(link, config, 1, emptyStats(0, "centralized"), Results.of(undefined), undefined);
   const tasks = Array.from({ length: 60 }, (_, i) => ({ task: i, priority: 0, to: undefined }));
   const c = new Coordinator<number>(rt, tasks);
   // (start() would arm SELF_WAIT_MS; every worker joins at once below instead.)
-  // The coordinator's own worker (rank 0) is faster than the two others.
-  const workers = [new FakeWorker(0, 4), new FakeWorker(1, 4), new FakeWorker(2, 4)];
+  // The coordinator's own worker (rank 0) is faster than the three others.
+  const workers = [new FakeWorker(0, 4), new FakeWorker(1, 4), new FakeWorker(2, 4), new FakeWorker(3, 4)];
   const report = (w: FakeWorker) => {
     const before = sent.length;
     c.onMessage(w.rank, TAG.status, w.status() as unknown as Record<string, unknown>);
@@ -62,9 +62,10 @@ test("a working coordinator standing by still deals the last tasks when ECD defe
     workers.every((w) => w.granted >= 9),
     JSON.stringify(workers),
   );
-  // Then the two remote workers' tasks turn out long (8 ms): the coordinator only deals.
+  // Then the three remote workers' tasks turn out long (8 ms): the coordinator only deals.
   workers[1]!.meanMs = 8;
   workers[2]!.meanMs = 8;
+  workers[3]!.meanMs = 8;
   for (let k = 0; k < 200 && c.queued() > 0; k++) for (const w of workers) report(w);
   t.is(c.queued(), 0, `tasks left in the queue while every worker waits: ${JSON.stringify(workers)}`);
 });

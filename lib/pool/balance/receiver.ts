@@ -25,6 +25,13 @@ export const STANDBY_MS = 50;
  * the first tasks dealt end, which may take seconds; a task of its own begun before would keep them all waiting.
  */
 export const UNKNOWN_STANDBY_MS = 1000;
+/**
+ * Fewest ranks at which a rank deals its few tasks instead of running them (`standBy`; the centralized pool's
+ * working coordinator likewise, Coordinator `standsBy`). The dealer gives up its core; each long task of its own
+ * would keep about half the others' asks waiting a task's time: worth it from 3 others up (at 3 ranks, 3 tasks
+ * dealt took two tasks' time where running one each takes one).
+ */
+export const MIN_DEALING_RANKS = 4;
 /** `opening[rank]`, before this rank's first task: offered work, and yet to answer. */
 const OFFERED = 1;
 /** `opening[rank]`, before this rank's first task: given a share (asked or not); its late WANT gets nothing. */
@@ -176,8 +183,9 @@ export class ReceiverInitiated implements Balancer {
   private lastRefuser = -1;
   /** While tasks may be long: the rank that last gave this one work, asked first (it may be dealing). */
   private lastGiver = -1;
-  /** This rank opened the run and idle ranks asked for its tasks: it deals them (`standBy`). */
+  /** This rank opened the run and idle ranks asked for its tasks: it deals them (`standBy`); until it stopped. */
   private dealer = false;
+  private dealingOver = false;
   /** Standing by (`standBy`): the timer that ends it; and whether the last stand-by ended with no ask. */
   private cancelStandBy: (() => void) | undefined;
   private waitedInVain = false;
@@ -225,7 +233,10 @@ export class ReceiverInitiated implements Balancer {
     if (load >= 1 && this.chains === 0 && this.mayBeLong()) return;
     let dest = this.preferred;
     this.preferred = -1;
-    if (dest < 0 && this.lastGiver >= 0 && this.refusedBy[this.lastGiver] === 0 && this.mayBeLong()) {
+    // (Not with partners fewer than the other ranks, `ring`, `neighbours`: the last giver's refusal would count
+    // against them.)
+    const anyone = this.partner.span >= this.host.rt.size - 1;
+    if (dest < 0 && anyone && this.lastGiver >= 0 && this.refusedBy[this.lastGiver] === 0 && this.mayBeLong()) {
       dest = this.lastGiver;
     }
     if (dest < 0) dest = this.pickPartner();
@@ -434,8 +445,13 @@ export class ReceiverInitiated implements Balancer {
     if (opening) this.answered(source);
     const movable = this.host.movable;
     const standing = this.cancelStandBy !== undefined;
-    // Before its first task, with 3 or more ranks, a rank holding few tasks a rank deals them one at a time.
-    const dealing = this.host.rt.size >= 3 && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank();
+    // Before its first task, with MIN_DEALING_RANKS or more, a rank holding few tasks a rank deals them one at a
+    // time.
+    const dealing =
+      !this.dealingOver &&
+      this.host.rt.size >= MIN_DEALING_RANKS &&
+      this.host.rt.stats.tasksExecuted === 0 &&
+      this.fewTasksARank();
     if (dealing) this.dealer = this.host.dealing = true;
     const n = standing
       ? Math.min(1, movable)
@@ -639,14 +655,21 @@ export class ReceiverInitiated implements Balancer {
    */
   standBy(): boolean {
     if (this.waitedInVain) {
-      // No ask came: this rank runs a task now (tasks not measured yet would keep it standing by for ever).
+      // No ask came: the other ranks have work of their own; this one runs its tasks and steals as any other.
       this.waitedInVain = false;
+      this.endDealing();
       return false;
     }
     if (!this.dealer || this.stopped || this.host.movable < 1 || !this.mayBeLong()) return false;
     this.host.rt.count("standBys");
-    // Askers that run long tasks ask about once a task each: a gap of twice their mean says none is coming.
-    const wait = this.askersMeanMs > 0 ? Math.max(STANDBY_MS, 2 * this.askersMeanMs) : UNKNOWN_STANDBY_MS;
+    // Askers that run long tasks ask about once a task each: a gap of twice their mean says none is coming. The
+    // last task waits for an ask only briefly: the others may all be inside tasks of their own.
+    const wait =
+      this.host.movable === 1
+        ? STANDBY_MS
+        : this.askersMeanMs > 0
+          ? Math.max(STANDBY_MS, 2 * this.askersMeanMs)
+          : UNKNOWN_STANDBY_MS;
     this.cancelStandBy = this.host.after(wait, () => {
       this.cancelStandBy = undefined;
       this.waitedInVain = true;
@@ -662,10 +685,14 @@ export class ReceiverInitiated implements Balancer {
    */
   private askerRan(meanMs: number): void {
     if (meanMs > this.askersMeanMs) this.askersMeanMs = meanMs;
-    if (meanMs <= LONG_TASK_MS && this.dealer) {
-      this.dealer = this.host.dealing = false;
-      this.host.rt.count("dealingEnded");
-    }
+    if (meanMs <= LONG_TASK_MS) this.endDealing();
+  }
+
+  /** Dealing is over for this run: askers' tasks are short, or a stand-by waited in vain. */
+  private endDealing(): void {
+    if (this.dealer) this.host.rt.count("dealingEnded");
+    this.dealer = this.host.dealing = false;
+    this.dealingOver = true;
   }
 
   private endStandBy(): void {

@@ -1,4 +1,4 @@
-import { OPEN_MAX_PER_RANK } from "../balance/receiver.ts";
+import { MIN_DEALING_RANKS, OPEN_MAX_PER_RANK } from "../balance/receiver.ts";
 import { LONG_TASK_MS } from "../executor.ts";
 import type { PendingPut, PoolRuntime } from "../runtime.ts";
 import { CoordinatorCore, type WorkerSlot } from "./coordinator-core.ts";
@@ -189,7 +189,7 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
   }
 
   /**
-   * With `coordinatorWorks`, tasks that may be long and two or more other workers alive: this rank's own worker
+   * With `coordinatorWorks`, tasks that may be long and three or more other workers alive (MIN_DEALING_RANKS): this rank's own worker
    * is dealt nothing while the queue has tasks, and the rank only deals. Each of its own tasks would keep
    * every request that arrives meanwhile waiting, and a task dealt ahead to cover it (`cover`) waits behind a
    * worker's own long task: with W other workers each finishing a task about once a task's time, one task of
@@ -208,7 +208,7 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
       if (v.meanMs > LONG_TASK_MS) long = true;
       if (v !== this.self && v.alive) others++;
     }
-    if (others < 2) return false;
+    if (others < MIN_DEALING_RANKS - 1) return false;
     return long || (!known && this.queue.size <= OPEN_MAX_PER_RANK * this.rt.size);
   }
 
