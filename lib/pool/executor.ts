@@ -201,11 +201,17 @@ export class Executor<T> {
   meanTaskMs(): number {
     const n = this.stats.tasksExecuted;
     if (n === 0) return 0;
-    // Sync tasks run since the last clock read are counted but not yet timed (the clock is read after the check
-    // that may ask this): read it now, or the first long task would read as a fraction of a millisecond. Callers
-    // ask between tasks, rarely (a status, a request).
-    if (this.running && this.sinceRead > 0 && this.inFlight === 0) this.read();
     return (this.stats.busyMs + (this.inFlight > 0 ? now() - this.flightStart : 0)) / n;
+  }
+
+  /**
+   * `meanTaskMs`, with the sync tasks run since the last clock read timed first: they are counted but not yet
+   * timed (the clock is read after the balancer's check that asks this), and the first long task would read as
+   * a fraction of a millisecond. For a caller between two tasks, seldom (a receiver's request).
+   */
+  meanTaskMsNow(): number {
+    if (this.running && this.sinceRead > 0 && this.inFlight === 0) this.read();
+    return this.meanTaskMs();
   }
 
   async yield(): Promise<void> {

@@ -117,7 +117,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   }
 
   get meanTaskMs(): number {
-    return this.exec.meanTaskMs();
+    return this.exec.meanTaskMsNow();
   }
 
   get passive(): boolean {
