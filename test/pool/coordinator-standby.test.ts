@@ -4,18 +4,8 @@
  * the coordinator's own worker, and that worker, standing by, is dealt nothing either.
  */
 import test from "ava";
-import { Coordinator } from "../../lib/pool/centralized/coordinator.ts";
 import { type Status, TAG } from "../../lib/pool/centralized/plain-protocol.ts";
-import { resolvePoolConfig } from "../../lib/pool/options.ts";
-import { Results } from "../../lib/pool/results.ts";
-import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
-import { emptyStats } from "../../lib/pool/types.ts";
-
-interface Sent {
-  dest: number;
-  tag: number;
-  body: Record<string, unknown>;
-}
+import { recordingCoordinator } from "../helpers/coordinator.ts";
 
 class FakeWorker {
   seq = 0;
@@ -32,19 +22,7 @@ class FakeWorker {
 }
 
 test("a working coordinator standing by still deals the last tasks when ECD defers to its own worker", (t) => {
-  const sent: Sent[] = [];
-  const link: PoolLink = {
-    rank: 0,
-    size: 4,
-    send(dest, tag, body) {
-      sent.push({ dest, tag, body });
-      return 0;
-    },
-  };
-  const config = resolvePoolConfig({ mode: "centralized", coordinatorWorks: true }, undefined, 4);
-  const rt = new PoolRuntime(link, config, 1, emptyStats(0, "centralized"), Results.of(undefined), undefined);
-  const tasks = Array.from({ length: 60 }, (_, i) => ({ task: i, priority: 0, to: undefined }));
-  const c = new Coordinator<number>(rt, tasks);
+  const { c, sent } = recordingCoordinator(60, 4, { coordinatorWorks: true });
   // (start() would arm SELF_WAIT_MS; every worker joins at once below instead.)
   // The coordinator's own worker (rank 0) is faster than the three others.
   const workers = [new FakeWorker(0, 4), new FakeWorker(1, 4), new FakeWorker(2, 4), new FakeWorker(3, 4)];

@@ -6,37 +6,17 @@
  * worker whose async tasks are always in flight counts the span so far (it read as 0: infinitely fast).
  */
 import test from "ava";
-import { Coordinator } from "../../lib/pool/centralized/coordinator.ts";
 import { type Status, TAG } from "../../lib/pool/centralized/plain-protocol.ts";
 import { Executor } from "../../lib/pool/executor.ts";
-import { resolvePoolConfig } from "../../lib/pool/options.ts";
 import { Results } from "../../lib/pool/results.ts";
-import { type PoolLink, PoolRuntime } from "../../lib/pool/runtime.ts";
 import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
+import { recordingCoordinator, type Sent } from "../helpers/coordinator.ts";
 
-interface Sent {
-  dest: number;
-  tag: number;
-  body: Record<string, unknown>;
-}
-
-/** A coordinator on rank 0 of 3 (workers 1 and 2), its messages recorded instead of sent. */
+/** A coordinator on rank 0 of 3 (workers 1 and 2), started. */
 function coordinator(initial: number) {
-  const sent: Sent[] = [];
-  const link: PoolLink = {
-    rank: 0,
-    size: 3,
-    send(dest, tag, body) {
-      sent.push({ dest, tag, body });
-      return 0;
-    },
-  };
-  const config = resolvePoolConfig({ mode: "centralized" }, undefined, 3);
-  const rt = new PoolRuntime(link, config, 1, emptyStats(0, "centralized"), Results.of(undefined), undefined);
-  const tasks = Array.from({ length: initial }, (_, i) => ({ task: i, priority: 0, to: undefined }));
-  const c = new Coordinator<number>(rt, tasks);
-  c.start();
-  return { c, sent };
+  const r = recordingCoordinator(initial);
+  r.c.start();
+  return r;
 }
 
 /** What a worker was granted; it reports having run all of it but `running` (still running, so the run goes on). */
