@@ -23,8 +23,6 @@ const CASES: [n: number, pool: string | undefined][] = [
   [2, undefined],
   [2, "centralized,coordinatorWorks=true"],
   [3, "centralized"],
-  // The coordinator only deals while tasks are long (Coordinator `standsBy`): the root goes to another rank.
-  [3, "centralized,coordinatorWorks=true"],
 ];
 // Not lifeline stealing: a lifeline steal can take the origin's last queued task while it is between tasks, and
 // the origin then never runs another to see the marker in (seen once in a full run under load).
