@@ -92,13 +92,18 @@ export abstract class WorkerCore<T, E> implements Engine<T> {
     void this.loop().catch((e: Error) => this.fail(e));
   }
 
-  /** Answers a pending RELEASE with about half of the local queue, if it holds any. */
+  /**
+   * Answers a pending RELEASE with half of the local queue, rounded down, if that is any: the task this worker
+   * runs next stays here (given away, it would start a round trip later elsewhere while this worker waits; and a
+   * tree's task run here puts the children that can be released next). With one task queued the RELEASE stands
+   * until more are queued, or this worker goes idle and answers it with nothing.
+   */
   protected release(): void {
-    const n = this.queued();
+    const n = Math.min(MAX_RELEASE, this.queued() >> 1);
     if (n === 0) return;
     this.owed = false;
     this.rt.count("releases");
-    this.rt.count("tasksReleased", this.giveBack(Math.min(MAX_RELEASE, Math.ceil(n / 2))));
+    this.rt.count("tasksReleased", this.giveBack(n));
     this.report(false);
   }
 
