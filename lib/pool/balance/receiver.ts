@@ -303,10 +303,11 @@ export class ReceiverInitiated implements Balancer {
 
   /**
    * The offers are answered, or the wait is up: the rank runs its first task. A rank that has not answered by
-   * then is still starting (its process, or the code before its `run`), not working: it gets its even share
-   * unasked (GIVE), and its late WANT nothing more. Held back instead, that share would wait behind this rank's
-   * first task, which may take seconds: at 16 ranks on 2 cores, where ranks entered the run up to 76 ms apart,
-   * half of them sat idle through rank 0's first task of 221 ms.
+   * then is still starting (its process, or the code before its `run`), not working: it gets its share unasked
+   * (GIVE; one task from a rank that deals, MIN_DEALING_RANKS, else an even share), and its late WANT nothing
+   * more. Held back instead, that share would wait behind this rank's first task, which may take seconds: at 16
+   * ranks on 2 cores, where ranks entered the run up to 76 ms apart, half of them sat idle through rank 0's
+   * first task of 221 ms.
    */
   private opened(): void {
     this.cancelOpen?.();
@@ -317,7 +318,8 @@ export class ReceiverInitiated implements Balancer {
       let left = this.unanswered;
       for (let dest = 0; dest < opening.length && left > 0; dest++) {
         if (opening[dest] !== OFFERED) continue;
-        const n = this.stopped ? 0 : Math.min(1, evenShare(this.host.movable, left + 1));
+        const even = evenShare(this.host.movable, left + 1);
+        const n = this.stopped ? 0 : this.host.rt.size >= MIN_DEALING_RANKS ? Math.min(1, even) : even;
         left--;
         opening[dest] = n > 0 ? SERVED : 0;
         this.give(dest, n);
