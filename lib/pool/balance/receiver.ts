@@ -183,8 +183,7 @@ export class ReceiverInitiated implements Balancer {
   private lastRefuser = -1;
   /** While tasks may be long: the rank that last gave this one work, asked first (it may be dealing). */
   private lastGiver = -1;
-  /** This rank opened the run and idle ranks asked for its tasks: it deals them (`standBy`); until it stopped. */
-  private dealer = false;
+  /** Dealing ended for this run (`endDealing`); while it lasts, `host.dealing` says so. */
   private dealingOver = false;
   /** Standing by (`standBy`): the timer that ends it; and whether the last stand-by ended with no ask. */
   private cancelStandBy: (() => void) | undefined;
@@ -454,11 +453,13 @@ export class ReceiverInitiated implements Balancer {
       this.host.rt.size >= MIN_DEALING_RANKS &&
       this.host.rt.stats.tasksExecuted === 0 &&
       this.fewTasksARank();
-    if (dealing) this.dealer = this.host.dealing = true;
+    if (dealing) this.host.dealing = true;
     const n = standing
       ? Math.min(1, movable)
       : dealing
-        ? evenShare(movable, 2) && 1
+        ? movable >= 2
+          ? 1
+          : 0
         : opening
           ? evenShare(movable, this.unanswered + 2)
           : this.mayBeLong()
@@ -644,7 +645,7 @@ export class ReceiverInitiated implements Balancer {
   }
 
   /**
-   * A rank that was asked for its tasks before its first, holding few tasks a rank (3 or more ranks), deals
+   * A rank that was asked for its tasks before its first, holding few tasks a rank (MIN_DEALING_RANKS), deals
    * them: while its tasks may be long and it holds any, it runs none while asks keep coming, but stands by,
    * answering each at once with one task, the last included, until no ask has come for twice the longest mean
    * task time askers told in their requests (`g`: they ask about once a task; at least STANDBY_MS;
@@ -662,7 +663,7 @@ export class ReceiverInitiated implements Balancer {
       this.endDealing();
       return false;
     }
-    if (!this.dealer || this.stopped || this.host.movable < 1 || !this.mayBeLong()) return false;
+    if (!this.host.dealing || this.stopped || this.host.movable < 1 || !this.mayBeLong()) return false;
     this.host.rt.count("standBys");
     // Askers that run long tasks ask about once a task each: a gap of twice their mean says none is coming. The
     // last task waits for an ask only briefly: the others may all be inside tasks of their own.
@@ -692,8 +693,8 @@ export class ReceiverInitiated implements Balancer {
 
   /** Dealing is over for this run: askers' tasks are short, or a stand-by waited in vain. */
   private endDealing(): void {
-    if (this.dealer) this.host.rt.count("dealingEnded");
-    this.dealer = this.host.dealing = false;
+    if (this.host.dealing) this.host.rt.count("dealingEnded");
+    this.host.dealing = false;
     this.dealingOver = true;
   }
 

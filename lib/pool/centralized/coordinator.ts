@@ -81,6 +81,12 @@ const newState = (rank: number): WorkerState => ({
 export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
   /** This rank's own worker, with `coordinatorWorks`. */
   private readonly self: WorkerState | undefined;
+  /**
+   * Workers whose latest mean task time is over LONG_TASK_MS, and that have run KNOWN_AFTER_TASKS (`standsBy`,
+   * read for every worker at every dispatch: kept as counts, not recounted).
+   */
+  private longWorkers = 0;
+  private knownWorkers = 0;
   /** Set once every worker has joined or SELF_WAIT_MS have passed: this rank's own worker may be dealt to. */
   private selfMayStart = false;
 
@@ -117,6 +123,9 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
     if (st.s > w.seq) {
       w.seq = st.s;
       w.capacity = st.c;
+      if (w.meanMs > LONG_TASK_MS) this.longWorkers--;
+      if (st.m > LONG_TASK_MS) this.longWorkers++;
+      if (w.done < KNOWN_AFTER_TASKS && st.d >= KNOWN_AFTER_TASKS) this.knownWorkers++;
       w.meanMs = st.m;
       w.done = st.d;
       w.kept = st.k;
@@ -198,18 +207,12 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
    * LONG_TASK_MS, or, before any has run KNOWN_AFTER_TASKS, when the queue holds few tasks a rank (OPEN_MAX_PER_RANK).
    */
   private standsBy(): boolean {
-    let others = 0;
-    let known = false;
-    let long = false;
-    for (const v of this.workers) {
-      // A mean over a task or two is not one yet: a status sent between two tasks may not count the last one's
-      // time (the executor reads the clock every few tasks), and reads a tenth of it.
-      if (v.done >= KNOWN_AFTER_TASKS) known = true;
-      if (v.meanMs > LONG_TASK_MS) long = true;
-      if (v !== this.self && v.alive) others++;
-    }
-    if (others < MIN_DEALING_RANKS - 1) return false;
-    return long || (!known && this.queue.size <= OPEN_MAX_PER_RANK * this.rt.size);
+    // (The plain coordinator's workers never die: the others are every worker but this rank's own.)
+    if (this.self === undefined || this.workers.length - 1 < MIN_DEALING_RANKS - 1) return false;
+    // A mean over a task or two is not one yet: a status sent between two tasks may not count the last one's
+    // time (the executor reads the clock every few tasks), and reads a tenth of it.
+    const known = this.knownWorkers > 0;
+    return this.longWorkers > 0 || (!known && this.queue.size <= OPEN_MAX_PER_RANK * this.rt.size);
   }
 
   protected override defers(w: WorkerState): boolean {
