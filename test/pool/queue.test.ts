@@ -1,7 +1,7 @@
 /**
  * TaskQueue in this process: pop order among equal priorities (lifo, fifo), priorities first in both orders
- * (the heap's ties included), `give` (positive priorities, then priority 0 from the oldest end, then negative
- * priorities), the ring buffer growing while its head has wrapped, sizes; and a seeded randomized comparison
+ * (the heap's ties included), `give` (positive priorities, then priority 0 alternately from the oldest end, then
+ * negative priorities; what a thief of a tree's queue gets), the ring buffer growing while its head has wrapped, sizes; and a seeded randomized comparison
  * against a naive model.
  */
 import test from "ava";
@@ -158,15 +158,39 @@ test("a heap filled and drained in mixed order still pops by priority, then by o
 
 // --- give ---------------------------------------------------------------------------------------------------
 
-test("give takes priority-0 tasks from the oldest end, oldest first, in both orders", (t) => {
+test("give takes priority-0 tasks alternately from the oldest end, oldest first, in both orders", (t) => {
   for (const order of ORDERS) {
     const q = new TaskQueue<number>(order);
     for (let i = 0; i < 10; i++) q.push(i);
-    t.deepEqual(giveN(q, 3), { tasks: [0, 1, 2], prios: [0, 0, 0] }, order);
+    // At most half: every other one of the oldest 2n.
+    t.deepEqual(giveN(q, 3), { tasks: [0, 2, 4], prios: [0, 0, 0] }, order);
     t.is(q.size, 7);
-    t.deepEqual(giveN(q, 2), { tasks: [3, 4], prios: [0, 0] }, order);
+    // Left: 1 3 5 6 7 8 9. Still at most half.
+    t.deepEqual(giveN(q, 2), { tasks: [1, 5], prios: [0, 0] }, order);
     // What is left pops in the queue's own order.
-    t.deepEqual(drain(q), order === "lifo" ? [9, 8, 7, 6, 5] : [5, 6, 7, 8, 9]);
+    t.deepEqual(drain(q), order === "lifo" ? [9, 8, 7, 6, 3] : [3, 6, 7, 8, 9]);
+  }
+});
+
+test("give of more than half keeps every other one of the newest 2k, the newest first", (t) => {
+  for (const order of ORDERS) {
+    const q = new TaskQueue<number>(order);
+    for (let i = 0; i < 10; i++) q.push(i);
+    // 7 leave, 3 stay: of the newest 6 (4..9), 9, 7 and 5 stay; everything older leaves.
+    t.deepEqual(giveN(q, 7).tasks, [0, 1, 2, 3, 4, 6, 8], order);
+    t.deepEqual(drain(q), order === "lifo" ? [9, 7, 5] : [5, 7, 9], order);
+  }
+});
+
+test("a thief of a tree's queue gets between half and three quarters of the work, not nearly all of it", (t) => {
+  // A binary tree walked newest first: the queue holds one sibling per level, the oldest the biggest subtree.
+  for (const levels of [4, 10, 20]) {
+    const q = new TaskQueue<number>("lifo");
+    for (let level = levels; level >= 1; level--) q.push(2 ** level - 1);
+    let total = 0;
+    for (let level = 1; level <= levels; level++) total += 2 ** level - 1;
+    const work = giveN(q, levels >> 1).tasks.reduce((a, b) => a + b, 0);
+    t.true(work / total > 0.5 && work / total < 0.75, `${levels} levels: the thief got ${work} of ${total}`);
   }
 });
 
@@ -203,10 +227,10 @@ test("give stops at n, leaves the rest in order, appends to the arrays given, an
     t.deepEqual(tasks, [-7]);
     t.is(q.size, 7);
     q.give(3, tasks, prios);
-    t.deepEqual(tasks, [-7, 1, 10, 11], order);
+    t.deepEqual(tasks, [-7, 1, 10, 12], order);
     t.deepEqual(prios, [42, 2, 0, 0], order);
     t.is(q.size, 4);
-    t.deepEqual(drain(q), order === "lifo" ? [14, 13, 12, 99] : [12, 13, 14, 99], order);
+    t.deepEqual(drain(q), order === "lifo" ? [14, 13, 11, 99] : [11, 13, 14, 99], order);
     // An empty queue gives nothing.
     q.give(5, tasks, prios);
     t.is(tasks.length, 4);
@@ -217,9 +241,9 @@ test("give and pop from opposite ends of the ring never hand out a task twice", 
   const q = new TaskQueue<number>("lifo");
   for (let i = 0; i < 6; i++) q.push(i);
   t.is(q.pop(), 5);
-  t.deepEqual(giveN(q, 2).tasks, [0, 1]);
+  t.deepEqual(giveN(q, 2).tasks, [0, 2]);
   t.is(q.pop(), 4);
-  t.deepEqual(giveN(q, 5).tasks, [2, 3]);
+  t.deepEqual(giveN(q, 5).tasks, [1, 3]);
   t.is(q.size, 0);
   t.is(q.pop(), undefined);
   t.deepEqual(giveN(q, 1).tasks, []);
@@ -232,14 +256,12 @@ test("the ring grows past its initial 16 slots while its head has wrapped, losin
     for (const remove of ["give", "pop"] as const) {
       const q = new TaskQueue<number>(order);
       let next = 0;
-      // Move the head forward: push 12, take 10 from the oldest end (pops under fifo, gives otherwise), so
-      // the head is at slot 10 of 16.
+      // Move the head forward: push 12, take 10 (pops under fifo, a give otherwise: it keeps 9 and 11), so the
+      // head is at slot 10 of 16.
       for (let i = 0; i < 12; i++) q.push(next++);
-      const taken =
-        remove === "pop" && order === "fifo"
-          ? range(0, 10).map(() => q.pop() as number)
-          : [...giveN(q, 5).tasks, ...giveN(q, 5).tasks];
-      t.deepEqual(taken, range(0, 10));
+      const popsOnly = remove === "pop" && order === "fifo";
+      const taken = popsOnly ? range(0, 10).map(() => q.pop() as number) : giveN(q, 10).tasks;
+      t.deepEqual(taken, popsOnly ? range(0, 10) : [...range(0, 9), 10]);
       t.is(q.size, 2);
       // Fill to exactly 16 (the tail wraps past slot 15 to slot 10), then one more: it grows with a wrapped head.
       while (q.size < 16) q.push(next++);
@@ -251,7 +273,8 @@ test("the ring grows past its initial 16 slots while its head has wrapped, losin
       t.deepEqual(popped, remove === "pop" ? [order === "lifo" ? 26 : 10] : [], `${order}: pop after growing`);
       for (let i = 0; i < 60; i++) q.push(next++);
       const given = giveN(q, 3).tasks;
-      t.deepEqual(given, remove === "pop" && order === "fifo" ? [11, 12, 13] : [10, 11, 12], order);
+      // Every other one of the oldest 6: of 11 12 13 ... after the pops, of 9 11 12 13 14 ... after the give.
+      t.deepEqual(given, popsOnly ? [11, 13, 15] : [9, 12, 14], order);
       const rest = drain(q);
       const seen = [...taken, ...popped, ...given, ...rest];
       t.is(seen.length, next, `${order}/${remove}: count`);
@@ -271,10 +294,10 @@ test("the ring grows past its initial 16 slots while its head has wrapped, losin
 test("lifo pops across the wrap point of the ring, newest first", (t) => {
   const q = new TaskQueue<number>("lifo");
   for (let i = 0; i < 14; i++) q.push(i);
-  t.deepEqual(giveN(q, 12).tasks, range(0, 12)); // head at slot 12
+  t.deepEqual(giveN(q, 12).tasks, [...range(0, 11), 12]); // 11 and 13 stay, in slots 12 and 13
   for (let i = 14; i < 22; i++) q.push(i); // slots 14, 15, then 0..5
   t.is(q.size, 10);
-  t.deepEqual(drain(q), range(12, 22).reverse());
+  t.deepEqual(drain(q), [...range(14, 22).reverse(), 13, 11]);
   // Reusable after emptying across the wrap.
   q.push(100);
   q.push(101);
@@ -332,13 +355,23 @@ class Model {
   }
 
   give(n: number, tasks: number[], prios: number[]): void {
-    for (let k = 0; k < n; k++) {
-      const e = this.best((x) => x.prio > 0) ?? this.oldest((x) => x.prio === 0) ?? this.best((x) => x.prio < 0);
-      if (!e) return;
+    const out = (e: Entry) => {
       tasks.push(e.task);
       prios.push(e.prio);
       this.take(e);
-    }
+    };
+    let k = 0;
+    for (let e = this.best((x) => x.prio > 0); k < n && e; e = this.best((x) => x.prio > 0), k++) out(e);
+    // Priority 0: the smaller side alternates with the other, at the oldest end (at most half leave) or at the
+    // newest end (more than half leave: every other one of the newest 2 x kept stays, the newest first).
+    const zero = this.entries.filter((x) => x.prio === 0).sort((a, b) => a.seq - b.seq);
+    const m = Math.max(0, Math.min(n - k, zero.length));
+    const kept = zero.length - m;
+    const low = zero.length - 2 * kept;
+    const leaves = (i: number) => (m <= kept ? i < 2 * m && i % 2 === 0 : i < low || (i - low) % 2 === 0);
+    for (const e of zero.filter((_, i) => leaves(i))) out(e);
+    k += m;
+    for (let e = this.best((x) => x.prio < 0); k < n && e; e = this.best((x) => x.prio < 0), k++) out(e);
   }
 
   /** Highest priority; among equals the newest (lifo) or oldest (fifo). */
