@@ -64,31 +64,33 @@ export class Executor<T> {
    */
   execute(task: T): Promise<void> | undefined {
     let r: unknown;
+    let promise = false;
     try {
       r = this.handler(task, this.ctx);
-      if (r === undefined) {
-        this.stats.tasksExecuted++;
-        this.sinceRead++;
-        if (this.trace) this.traced();
-        return undefined;
-      }
-      if (typeof (r as Promise<unknown>).then !== "function") {
-        this.results.add(r);
-        this.stats.tasksExecuted++;
-        this.sinceRead++;
-        if (this.trace) this.traced();
-        return undefined;
+      if (r !== undefined) {
+        if (typeof (r as Promise<unknown>).then === "function") promise = true;
+        else this.results.add(r);
       }
     } catch (cause) {
       throw this.failure(task, cause);
     }
+    // (The async case in a method of its own: this one stays small enough for V8 to inline into the loops.)
+    if (promise) return this.started(task, r as Promise<unknown>);
+    this.stats.tasksExecuted++;
+    this.sinceRead++;
+    if (this.trace) this.traced();
+    return undefined;
+  }
+
+  /** An async handler returned `r` for `task`: its promise, which settles once its value is counted. */
+  private started(task: T, r: Promise<unknown>): Promise<void> {
     // Async: the time while any async task is in flight counts as busy, once however many are (concurrency).
     this.pause();
     let start: number;
     if (this.inFlight++ === 0) start = this.flightStart = this.mark;
     else start = now();
     const signal = this.ctx.signal;
-    return (r as Promise<unknown>).then(
+    return r.then(
       (v) => {
         if (signal.aborted) {
           this.inFlight--;
