@@ -381,7 +381,35 @@ async function launch(argv: string[]): Promise<number> {
   });
 }
 
+/**
+ * A reader that goes away (`workpool launch ... | head`) makes writes to that stream fail with EPIPE: an 'error'
+ * event that, unhandled, crashed the launcher with a stack trace and left its ranks to the reaper. The job goes on
+ * and ends as it would; what is written to the closed stream is dropped, said once on standard error (when that
+ * is the one still open).
+ */
+let outputWatched = false;
+function watchOutput(): void {
+  if (outputWatched) return;
+  outputWatched = true;
+  for (const [stream, name] of [
+    [process.stdout, "standard output"],
+    [process.stderr, "standard error"],
+  ] as const) {
+    let told = false;
+    stream.on("error", (e: NodeJS.ErrnoException) => {
+      if (told) return;
+      told = true;
+      if (stream === process.stdout && !process.stderr.destroyed) {
+        process.stderr.write(
+          `workpool: ${name} was closed (${e.code ?? e.message}): the job goes on, and what it writes there is dropped\n`,
+        );
+      }
+    });
+  }
+}
+
 export async function main(argv: string[]): Promise<number> {
+  watchOutput();
   const [command, ...rest] = argv;
   try {
     switch (command) {

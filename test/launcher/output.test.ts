@@ -1,5 +1,6 @@
+import { spawn } from "node:child_process";
 import test from "ava";
-import { fixture, linesOf, run, runAlone } from "../helpers/run.ts";
+import { BIN, fixture, linesOf, ROOT, run, runAlone } from "../helpers/run.ts";
 import { CONTINUED, MAX_LINE } from "../../launcher/lines.ts";
 import { longLine, SOLO_TEXT } from "../helpers/text.ts";
 
@@ -66,4 +67,22 @@ test("a huge line without a newline is passed on in pieces; the launcher survive
     chars += body.length;
   }
   t.is(chars, n, "every character arrives once");
+});
+
+test("a reader that goes away (| head) costs the job nothing: no crash, no stack trace, the job ends as it would", async (t) => {
+  const child = spawn(process.execPath, [BIN, "launch", "-n", "2", LINES, "all", "150", "6000"], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  // Like head -1: read the first chunk, then close the pipe while the ranks still write.
+  child.stdout.once("data", () => child.stdout.destroy());
+  const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+  t.is(code, 0, stderr.slice(0, 2000));
+  t.false(/\n\s+at /.test(stderr), `a stack trace: ${stderr.slice(0, 2000)}`);
+  t.regex(stderr, /workpool: standard output was closed \(EPIPE\): the job goes on/);
 });
