@@ -14,7 +14,8 @@
  *    requests, termination latency.
  * 4. 16 and 64 ranks with emulated node work (timed waits, so 64 ranks on 2 cores measure scheduling, not CPU
  *    contention): makespan / max(total wait / workers, longest root-to-leaf chain of waits).
- * 5. The cost of put + run per task on one rank (sync handler) above a plain stack loop doing the same walk.
+ * 5. The cost of put + run per task on one rank (sync handler) above a plain stack loop doing the same walk; and
+ *    a deeper such tree on 2 ranks against the loop.
  *
  * Options: `--tree NAME` runs the T1 rows on another sample tree, `--rounds N` launches every measurement N
  * times and keeps the best (other work on the machine only ever adds time), `--quick` runs T1XS in place of
@@ -37,6 +38,8 @@ const KEEP0_TIMEOUT_MS = 120_000;
 const SMALL_TREE = "T1XS";
 /** Per-task cost: a binary tree of this depth has 2^(depth+1) - 1 = 2,097,151 tasks. */
 const OVERHEAD_DEPTH = 20;
+/** The same tree on 2 ranks: 2^23 - 1 = 8,388,607 tasks (a run of a few hundred ms). */
+const OVERHEAD_DEPTH_2 = 22;
 const COMBOS = DISTRIBUTED_COMBINATIONS.map(distributedSpec);
 const EMULATED_SPECS = [
   "centralized",
@@ -594,6 +597,24 @@ export const suite: Suite = {
       poolNs = Math.min(poolNs, (Math.min(...r.poolSeconds) * 1e9) / tasks);
     }
     const above = poolNs - loopNs;
+    // The same walk on 2 ranks, deeper so that the run's start and end weigh little: a tree of tiny tasks is
+    // where a second rank gains least (every task pays the balancing engine's checks); it was no faster than one
+    // rank (a thief of half the queue took nearly all the work, and the engine's loop cost twice the local one's).
+    let loop2Ns = Number.POSITIVE_INFINITY;
+    let pool2Ns = Number.POSITIVE_INFINITY;
+    let tasks2 = 0;
+    for (let round = 0; round < o.rounds; round++) {
+      const [r] = await launch<OverheadJson>(2, "distributed", ["overhead", String(OVERHEAD_DEPTH_2), "3"]);
+      const expected = 2 ** (OVERHEAD_DEPTH_2 + 1) - 1;
+      if (!r || r.tasks !== expected || r.loopTasks !== expected) {
+        throw new Error(
+          `WRONG COUNT: the counted tree at -n 2 ran ${r?.tasks} tasks in the pool, ${r?.loopTasks} in the loop; expected ${expected}`,
+        );
+      }
+      tasks2 = r.tasks;
+      loop2Ns = Math.min(loop2Ns, (Math.min(...r.loopSeconds) * 1e9) / tasks2);
+      pool2Ns = Math.min(pool2Ns, (Math.min(...r.poolSeconds) * 1e9) / tasks2);
+    }
     process.stdout.write(
       `5. Per-task cost on one rank: a counted binary tree (each task below depth ${OVERHEAD_DEPTH} puts 2 children, ${fmt(tasks)} tasks)\n` +
         "run through a pool with a sync handler, against the same walk as a plain stack loop in the same process;\n" +
@@ -611,7 +632,21 @@ export const suite: Suite = {
           verdict(above <= 150),
           fmt((performance.now() - t5) / 1000),
         ],
+        [
+          `the same, depth ${OVERHEAD_DEPTH_2} (${fmt(tasks2)} tasks), -n 2 distributed`,
+          fmt(loop2Ns),
+          fmt(pool2Ns),
+          `${fmt(loop2Ns / pool2Ns)}x the loop`,
+          "",
+          "",
+          "",
+        ],
       ])}\n`,
+    );
+    process.stdout.write(
+      "  (-n 2: the loop runs on rank 0 alone; pool ns/task is the run's wall time over every rank's tasks, so 2x the\n" +
+        "  loop would be two ranks each as fast as the loop. A one-rank run uses more than one core here: V8 compiles\n" +
+        "  and collects garbage on threads of its own.)\n",
     );
 
     for (const f of failures) process.stdout.write(`failed run: ${f}\n`);
