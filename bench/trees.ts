@@ -636,7 +636,7 @@ export const suite: Suite = {
           `the same, depth ${OVERHEAD_DEPTH_2} (${fmt(tasks2)} tasks), -n 2 distributed`,
           fmt(loop2Ns),
           fmt(pool2Ns),
-          `${fmt(loop2Ns / pool2Ns)}x the loop`,
+          `${fmt(loop2Ns / pool2Ns)}x the loop, ${fmt(poolNs / pool2Ns)}x -n 1`,
           "",
           "",
           "",
@@ -644,9 +644,9 @@ export const suite: Suite = {
       ])}\n`,
     );
     process.stdout.write(
-      "  (-n 2: the loop runs on rank 0 alone; pool ns/task is the run's wall time over every rank's tasks, so 2x the\n" +
-        "  loop would be two ranks each as fast as the loop. A one-rank run uses more than one core here: V8 compiles\n" +
-        "  and collects garbage on threads of its own.)\n",
+      "  (-n 2: the loop runs on rank 0 alone; pool ns/task is the run's wall time over every rank's tasks, so 2x -n 1\n" +
+        "  would be two ranks each as fast as one. A one-rank run uses more than one core here: V8 compiles and collects\n" +
+        "  garbage on threads of its own.)\n",
     );
 
     for (const f of failures) process.stdout.write(`failed run: ${f}\n`);
