@@ -217,23 +217,16 @@ export class TaskQueue<T> {
       priorities.push(0);
       keys?.push(null);
     };
+    // The window where the two sides alternate: the oldest 2n when at most half leave (nothing older leaves,
+    // nothing newer moves), else the newest 2k (everything older leaves). Its even ones leave; its odd ones stay,
+    // closing up at its top, in order.
     const kept = size - n;
-    if (n <= kept) {
-      // The oldest 2n: the even ones leave; the odd ones close up at the window's top, in order.
-      const top = head + 2 * n;
-      for (let j = head; j < top; j += 2) out(j);
-      let write = top;
-      for (let j = top - 1; j > head; j -= 2) ring[--write & mask] = ring[j & mask];
-      for (let j = head; j < write; j++) ring[j & mask] = undefined;
-      this.head = write;
-      return n;
-    }
-    // The newest 2k: the odd ones from the top stay (the newest among them), closing up at the top.
-    const low = tail - 2 * kept;
+    const low = n <= kept ? head : tail - 2 * kept;
+    const top = n <= kept ? head + 2 * n : tail;
     for (let j = head; j < low; j++) out(j);
-    for (let j = low; j < tail; j += 2) out(j);
-    let write = tail;
-    for (let j = tail - 1; j > low; j -= 2) ring[--write & mask] = ring[j & mask];
+    for (let j = low; j < top; j += 2) out(j);
+    let write = top;
+    for (let j = top - 1; j > low; j -= 2) ring[--write & mask] = ring[j & mask];
     for (let j = head; j < write; j++) ring[j & mask] = undefined;
     this.head = write;
     return n;
