@@ -63,7 +63,8 @@ export interface PoolOptions {
   /**
    * In what order a rank runs its own queued tasks of equal priority: `lifo`, newest first (work-first: a
    * task tree is walked depth-first, as a plain loop with a stack would, so memory stays bounded by depth x
-   * branching, and work given to other ranks comes from the oldest end, where the big subtrees are), or
+   * branching, and work given to other ranks comes from the oldest end, where the big subtrees are, every
+   * other task there), or
    * `fifo`, oldest first (breadth-first: every task put is held until its turn; pick it when tasks must
    * start roughly in the order they were put). Priorities come first in both. @default "lifo"
    */

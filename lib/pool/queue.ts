@@ -3,7 +3,8 @@ import type { RecentKeys, TaskKey } from "./keys.ts";
 /**
  * In what order a rank runs its own queued tasks of equal priority: `lifo` (newest first, depth-first: a
  * tree is walked like a plain loop with a stack, and memory stays bounded by depth x branching) or `fifo`
- * (oldest first, breadth-first). Work that leaves a rank is always taken from the oldest end (see `give`).
+ * (oldest first, breadth-first). Work that leaves a rank is taken from the oldest end: in a lifo queue every other
+task there, in a fifo queue the oldest in order (see `give`).
  */
 export type TaskOrder = "lifo" | "fifo";
 
@@ -17,7 +18,8 @@ const WINDOW_EXTRA = 64;
  *
  * Priority-0 tasks (the common case) live in a double-ended ring buffer: `push` adds at the new end, `pop`
  * takes from the new end (lifo) or the old end (fifo), and `give` (work leaving this rank: a steal, a push, a
- * surplus returned to a coordinator) takes from the old end, where a tree's big subtrees are (Cilk, X10 GLB).
+ * surplus returned to a coordinator) takes from the old end, where a tree's big subtrees are (Cilk, X10 GLB):
+ * alternately in a lifo queue, in order in a fifo one (`giveAlternate`).
  * Other priorities live in a binary heap ordered by (priority desc, arrival asc or desc by order).
  *
  * Tasks may carry a locality key (keys.ts). Keys live beside the tasks, in a parallel ring and a map by heap
@@ -167,8 +169,8 @@ export class TaskQueue<T> {
   /**
    * Removes up to `n` tasks to hand to another rank, appending them (and their priorities) to the arrays
    * given: positive priorities first (they are due first anywhere), then priority 0 from the oldest end (in a
-   * tree, the roots of the biggest subtrees; appended oldest first, so the receiver, pushing them in order,
-   * keeps them oldest at its own old end), then negative priorities.
+   * tree, the roots of the biggest subtrees; alternately in a lifo queue, `giveAlternate`; appended oldest first,
+   * so the receiver, pushing them in order, keeps them oldest at its own old end), then negative priorities.
    *
    * In a keyed queue (`keyed`), the tasks' keys are appended to `keys` (null for a task without one; without
    * `keys` they are dropped), and the priority-0 tasks are chosen by key among the oldest 2n + 64 (`giveRing`):
@@ -195,9 +197,10 @@ export class TaskQueue<T> {
 
   /**
    * Gives up to `m` priority-0 tasks of the ring, appended oldest first (with null keys to `keys`, if given);
-   * returns how many. The smaller side alternates with the other over a window at one end: when at most half
-   * leave, every other one of the oldest 2m (the oldest first) leaves; when more than half leave, this rank keeps
-   * every other one of its newest 2k (the newest first), where k is what it keeps, and everything older leaves.
+   * returns how many. A fifo queue gives its oldest m. In a lifo queue the smaller side alternates with the
+   * other over a window at one end: when at most half leave, every other one of the oldest 2m (the oldest first)
+   * leaves; when more than half leave, this rank keeps every other one of its newest 2k (the newest first), where
+   * k is what it keeps, and everything older leaves.
    *
    * Why alternately: in a tree walked newest first, the queue holds one sibling subtree per level, oldest the
    * biggest, each about half the one before it. Half of the tasks from the oldest end took nearly all of the
@@ -210,13 +213,23 @@ export class TaskQueue<T> {
   private giveAlternate(m: number, tasks: T[], priorities: number[], keys: (TaskKey | null)[] | undefined): number {
     const { ring, mask, head, tail } = this;
     const size = tail - head;
-    const n = Math.min(m, size);
-    if (n <= 0) return 0;
+    // (A count that is not a whole number rounds up, as a loop of `k < m` would; NaN gives nothing.)
+    const n = Math.min(Math.ceil(m), size);
+    if (!(n > 0)) return 0;
     const out = (i: number) => {
       tasks.push(ring[i & mask] as T);
       priorities.push(0);
       keys?.push(null);
     };
+    if (!this.lifo) {
+      // A fifo queue promises the order of its puts (and a coordinator deals from one): the oldest n leave.
+      for (let j = head; j < head + n; j++) {
+        out(j);
+        ring[j & mask] = undefined;
+      }
+      this.head = head + n;
+      return n;
+    }
     // The window where the two sides alternate: the oldest 2n when at most half leave (nothing older leaves,
     // nothing newer moves), else the newest 2k (everything older leaves). Its even ones leave; its odd ones stay,
     // closing up at its top, in order.

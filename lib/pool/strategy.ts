@@ -63,7 +63,8 @@ export interface DistributedHost {
   send(dest: number, kind: string, body: Record<string, unknown>): void;
   /**
    * Moves up to `n` movable tasks to `dest` as one task message of one of the strategy's declared
-   * `taskMessages` kinds; returns how many it moved. Tasks without locality keys leave oldest first. Keyed
+   * `taskMessages` kinds; returns how many it moved. Tasks without locality keys leave from the oldest end
+   * (every other one in a lifo queue: queue.ts `giveAlternate`). Keyed
    * tasks (PutOptions.key) leave in whole groups of one key: the keys in `prefer` first (the receiver's
    * `recentKeys`, when the strategy has them: a request can carry them), this rank's recently run keys last
    * (queue.ts `give`). It moves at least one task when `n` >= 1 and `movable` >= 1.

@@ -158,27 +158,41 @@ test("a heap filled and drained in mixed order still pops by priority, then by o
 
 // --- give ---------------------------------------------------------------------------------------------------
 
-test("give takes priority-0 tasks alternately from the oldest end, oldest first, in both orders", (t) => {
-  for (const order of ORDERS) {
-    const q = new TaskQueue<number>(order);
-    for (let i = 0; i < 10; i++) q.push(i);
-    // At most half: every other one of the oldest 2n.
-    t.deepEqual(giveN(q, 3), { tasks: [0, 2, 4], prios: [0, 0, 0] }, order);
-    t.is(q.size, 7);
-    // Left: 1 3 5 6 7 8 9. Still at most half.
-    t.deepEqual(giveN(q, 2), { tasks: [1, 5], prios: [0, 0] }, order);
-    // What is left pops in the queue's own order.
-    t.deepEqual(drain(q), order === "lifo" ? [9, 8, 7, 6, 3] : [3, 6, 7, 8, 9]);
-  }
+test("give takes priority-0 tasks from the oldest end: alternately in a lifo queue, in order in a fifo one", (t) => {
+  const lifo = new TaskQueue<number>("lifo");
+  for (let i = 0; i < 10; i++) lifo.push(i);
+  // At most half: every other one of the oldest 2n.
+  t.deepEqual(giveN(lifo, 3), { tasks: [0, 2, 4], prios: [0, 0, 0] });
+  t.is(lifo.size, 7);
+  // Left: 1 3 5 6 7 8 9. Still at most half.
+  t.deepEqual(giveN(lifo, 2), { tasks: [1, 5], prios: [0, 0] });
+  t.deepEqual(drain(lifo), [9, 8, 7, 6, 3]);
+  // A fifo queue promises its puts' order (a coordinator deals from one): the oldest leave, in order.
+  const fifo = new TaskQueue<number>("fifo");
+  for (let i = 0; i < 10; i++) fifo.push(i);
+  t.deepEqual(giveN(fifo, 3), { tasks: [0, 1, 2], prios: [0, 0, 0] });
+  t.deepEqual(giveN(fifo, 2), { tasks: [3, 4], prios: [0, 0] });
+  t.deepEqual(drain(fifo), [5, 6, 7, 8, 9]);
 });
 
-test("give of more than half keeps every other one of the newest 2k, the newest first", (t) => {
+test("give of more than half of a lifo queue keeps every other one of the newest 2k, the newest first", (t) => {
+  const q = new TaskQueue<number>("lifo");
+  for (let i = 0; i < 10; i++) q.push(i);
+  // 7 leave, 3 stay: of the newest 6 (4..9), 9, 7 and 5 stay; everything older leaves.
+  t.deepEqual(giveN(q, 7).tasks, [0, 1, 2, 3, 4, 6, 8]);
+  t.deepEqual(drain(q), [9, 7, 5]);
+});
+
+test("give of a count that is not a whole number rounds it up, and NaN gives nothing: no task lost", (t) => {
   for (const order of ORDERS) {
     const q = new TaskQueue<number>(order);
     for (let i = 0; i < 10; i++) q.push(i);
-    // 7 leave, 3 stay: of the newest 6 (4..9), 9, 7 and 5 stay; everything older leaves.
-    t.deepEqual(giveN(q, 7).tasks, [0, 1, 2, 3, 4, 6, 8], order);
-    t.deepEqual(drain(q), order === "lifo" ? [9, 7, 5] : [5, 7, 9], order);
+    t.deepEqual(giveN(q, Number.NaN).tasks, [], order);
+    t.is(q.size, 10, order);
+    const given = giveN(q, 2.5).tasks;
+    t.is(given.length, 3, order);
+    const all = [...given, ...drain(q)].sort((a, b) => a - b);
+    t.deepEqual(all, range(0, 10), order);
   }
 });
 
@@ -227,10 +241,10 @@ test("give stops at n, leaves the rest in order, appends to the arrays given, an
     t.deepEqual(tasks, [-7]);
     t.is(q.size, 7);
     q.give(3, tasks, prios);
-    t.deepEqual(tasks, [-7, 1, 10, 12], order);
+    t.deepEqual(tasks, order === "lifo" ? [-7, 1, 10, 12] : [-7, 1, 10, 11], order);
     t.deepEqual(prios, [42, 2, 0, 0], order);
     t.is(q.size, 4);
-    t.deepEqual(drain(q), order === "lifo" ? [14, 13, 11, 99] : [11, 13, 14, 99], order);
+    t.deepEqual(drain(q), order === "lifo" ? [14, 13, 11, 99] : [12, 13, 14, 99], order);
     // An empty queue gives nothing.
     q.give(5, tasks, prios);
     t.is(tasks.length, 4);
@@ -261,7 +275,9 @@ test("the ring grows past its initial 16 slots while its head has wrapped, losin
       for (let i = 0; i < 12; i++) q.push(next++);
       const popsOnly = remove === "pop" && order === "fifo";
       const taken = popsOnly ? range(0, 10).map(() => q.pop() as number) : giveN(q, 10).tasks;
-      t.deepEqual(taken, popsOnly ? range(0, 10) : [...range(0, 9), 10]);
+      // (A fifo queue gives its oldest in order.)
+      const inOrder = popsOnly || order === "fifo";
+      t.deepEqual(taken, inOrder ? range(0, 10) : [...range(0, 9), 10]);
       t.is(q.size, 2);
       // Fill to exactly 16 (the tail wraps past slot 15 to slot 10), then one more: it grows with a wrapped head.
       while (q.size < 16) q.push(next++);
@@ -273,8 +289,9 @@ test("the ring grows past its initial 16 slots while its head has wrapped, losin
       t.deepEqual(popped, remove === "pop" ? [order === "lifo" ? 26 : 10] : [], `${order}: pop after growing`);
       for (let i = 0; i < 60; i++) q.push(next++);
       const given = giveN(q, 3).tasks;
-      // Every other one of the oldest 6: of 11 12 13 ... after the pops, of 9 11 12 13 14 ... after the give.
-      t.deepEqual(given, popsOnly ? [11, 13, 15] : [9, 12, 14], order);
+      // fifo: the oldest 3, of 11 12 13 ... after the pops, of 10 11 12 ... after the give; lifo: every other one
+      // of the oldest 6, of 9 11 12 13 14 ... after the give.
+      t.deepEqual(given, popsOnly ? [11, 12, 13] : order === "fifo" ? [10, 11, 12] : [9, 12, 14], order);
       const rest = drain(q);
       const seen = [...taken, ...popped, ...given, ...rest];
       t.is(seen.length, next, `${order}/${remove}: count`);
@@ -362,13 +379,15 @@ class Model {
     };
     let k = 0;
     for (let e = this.best((x) => x.prio > 0); k < n && e; e = this.best((x) => x.prio > 0), k++) out(e);
-    // Priority 0: the smaller side alternates with the other, at the oldest end (at most half leave) or at the
-    // newest end (more than half leave: every other one of the newest 2 x kept stays, the newest first).
+    // Priority 0: fifo, the oldest in order; lifo, the smaller side alternates with the other, at the oldest end
+    // (at most half leave) or at the newest end (more than half leave: every other one of the newest 2 x kept
+    // stays, the newest first).
     const zero = this.entries.filter((x) => x.prio === 0).sort((a, b) => a.seq - b.seq);
     const m = Math.max(0, Math.min(n - k, zero.length));
     const kept = zero.length - m;
     const low = zero.length - 2 * kept;
-    const leaves = (i: number) => (m <= kept ? i < 2 * m && i % 2 === 0 : i < low || (i - low) % 2 === 0);
+    const alternate = (i: number) => (m <= kept ? i < 2 * m && i % 2 === 0 : i < low || (i - low) % 2 === 0);
+    const leaves = (i: number) => (this.order === "fifo" ? i < m : alternate(i));
     for (const e of zero.filter((_, i) => leaves(i))) out(e);
     k += m;
     for (let e = this.best((x) => x.prio < 0); k < n && e; e = this.best((x) => x.prio < 0), k++) out(e);

@@ -72,7 +72,7 @@ const newState = (rank: number): WorkerState => ({
  *
  * Workers keep the tasks their handlers put (option `keep`) and run them themselves. When a worker waits for
  * work and the queue is empty, the coordinator asks workers that hold tasks to release some (RELEASE): each
- * sends about half of its queue, oldest first, which is then dealt like any other task.
+ * sends about half of its queue, from the oldest end, which is then dealt like any other task.
  *
  * Termination: every worker has joined, the queue is empty, every worker holds no task as of its latest
  * status (granted + kept = run + given back), every task a worker reported sending has arrived, and so has

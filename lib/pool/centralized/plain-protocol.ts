@@ -20,7 +20,7 @@
  *                                   it asked too little); not when the coordinator had to find the work }
  * RELEASE  coordinator -> worker  {}                 other workers have run dry and the coordinator has
  *                                                    nothing for them: send about half of your queued tasks,
- *                                                    oldest first, now or as soon as you have any (a standing
+ *                                                    from the oldest end, now or as soon as you have any (a standing
  *                                                    request, answered by one status with tasks, or by going
  *                                                    idle)
  * DONE     coordinator -> worker  { r?: result }      the pool has terminated

@@ -26,7 +26,7 @@ const LONG_HOLD = 2;
  *   asked too little.
  * - Tasks beyond `keep`, and every put with `keep` 0 (the seed slides' protocol), go to the coordinator in
  *   batches with the status messages. When the coordinator asks (RELEASE: other workers ran dry), it sends
- *   about half of its queue, oldest first, where a tree's big subtrees are.
+ *   about half of its queue, from the oldest end, where a tree's big subtrees are.
  * - When its queue fills up again while a request is pending, it says so, so the coordinator does not ask
  *   others to release work for it.
  * - While its tasks are long (Executor `longTasks`), it holds at most LONG_HOLD (or what the coordinator
@@ -93,7 +93,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
     }
   }
 
-  /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then the oldest own. */
+  /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then own ones from the oldest end. */
   protected giveBack(n: number): number {
     const dealt = this.out.takeFrom(this.dealt, n);
     const moved = dealt + this.out.takeFrom(this.own, n - dealt);
