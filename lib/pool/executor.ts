@@ -68,7 +68,8 @@ export class Executor<T> {
     try {
       r = this.handler(task, this.ctx);
       if (r !== undefined) {
-        if (typeof (r as Promise<unknown>).then === "function") promise = true;
+        // (null is a value, as an async handler's null is: `null.then` failed the task.)
+        if (r !== null && typeof (r as Promise<unknown>).then === "function") promise = true;
         else this.results.add(r);
       }
     } catch (cause) {

@@ -82,3 +82,11 @@ test("the same root task put by every rank: one warning, on rank 0, saying how t
   }
   t.is(one.stdout, "[0] leaves 987\n");
 });
+
+for (const n of ["1", "2"]) {
+  test(`-n ${n}: a handler that returns null returns a value, sync as async`, async (t) => {
+    const r = await run(["-n", n, fixture("null-result.ts")]);
+    t.is(r.code, 0, r.stderr);
+    t.deepEqual(linesOf(r.stdout), ["[0] sync 2500 async 2500"]);
+  });
+}
