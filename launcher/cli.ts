@@ -384,10 +384,12 @@ async function launch(argv: string[]): Promise<number> {
 /**
  * A reader that goes away (`workpool launch ... | head`) makes writes to that stream fail with EPIPE: an 'error'
  * event that, unhandled, crashed the launcher with a stack trace and left its ranks to the reaper. The job goes on
- * and ends as it would; what is written to the closed stream is dropped, said once on standard error (when that
- * is the one still open).
+ * and ends as it would; what is written to the failed stream is dropped, said once on standard error (when that
+ * is the one still open). Any other failure of standard output (a full disk under a redirect: ENOSPC) loses the
+ * job's output, so the launcher's status is then 1 if it would have been 0 (`outputLost`).
  */
 let outputWatched = false;
+let outputLost = false;
 function watchOutput(): void {
   if (outputWatched) return;
   outputWatched = true;
@@ -397,18 +399,23 @@ function watchOutput(): void {
   ] as const) {
     let told = false;
     stream.on("error", (e: NodeJS.ErrnoException) => {
+      if (stream === process.stdout && e.code !== "EPIPE") outputLost = true;
       if (told) return;
       told = true;
       if (stream === process.stdout && !process.stderr.destroyed) {
-        process.stderr.write(
-          `workpool: ${name} was closed (${e.code ?? e.message}): the job goes on, and what it writes there is dropped\n`,
-        );
+        const what = e.code === "EPIPE" ? "was closed (EPIPE)" : `failed (${e.code ?? e.message})`;
+        process.stderr.write(`workpool: ${name} ${what}: the job goes on, and what it writes there is dropped\n`);
       }
     });
   }
 }
 
 export async function main(argv: string[]): Promise<number> {
+  const status = await command(argv);
+  return status === 0 && outputLost ? 1 : status;
+}
+
+async function command(argv: string[]): Promise<number> {
   watchOutput();
   const [command, ...rest] = argv;
   try {

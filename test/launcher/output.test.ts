@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { closeSync, existsSync, openSync } from "node:fs";
 import test from "ava";
 import { BIN, fixture, linesOf, ROOT, run, runAlone } from "../helpers/run.ts";
 import { CONTINUED, MAX_LINE } from "../../launcher/lines.ts";
@@ -85,4 +86,26 @@ test("a reader that goes away (| head) costs the job nothing: no crash, no stack
   t.is(code, 0, stderr.slice(0, 2000));
   t.false(/\n\s+at /.test(stderr), `a stack trace: ${stderr.slice(0, 2000)}`);
   t.regex(stderr, /workpool: standard output was closed \(EPIPE\): the job goes on/);
+});
+
+test("standard output that fails (a full disk: /dev/full) is said once, and the launcher's status is 1", async (t) => {
+  if (!existsSync("/dev/full")) return t.pass("no /dev/full here");
+  const full = openSync("/dev/full", "w");
+  try {
+    const child = spawn(process.execPath, [BIN, "launch", "-n", "2", LINES, "all", "20", "100"], {
+      cwd: ROOT,
+      stdio: ["ignore", full, "pipe"],
+    });
+    let stderr = "";
+    child.stderr?.setEncoding("utf8");
+    child.stderr?.on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+    t.is(code, 1, stderr.slice(0, 2000));
+    t.false(/\n\s+at /.test(stderr), `a stack trace: ${stderr.slice(0, 2000)}`);
+    t.is(stderr.match(/workpool: standard output failed \(ENOSPC\)/g)?.length, 1, stderr.slice(0, 2000));
+  } finally {
+    closeSync(full);
+  }
 });
