@@ -42,15 +42,20 @@ export class TraceRecorder {
 
   /** A task ran from t0 to t1 (performance.now() ms). */
   task(t0: number, t1: number): void {
+    this.tasks(t0, t1, 1);
+  }
+
+  /** `n` tasks ran back to back from t0 to t1 (sync tasks are timed a stride at a time: executor.ts). */
+  tasks(t0: number, t1: number, n: number): void {
     if (this.spanTasks > 0 && t0 - this.spanEnd < COALESCE_MS) {
       this.spanEnd = t1;
-      this.spanTasks++;
+      this.spanTasks += n;
       return;
     }
     this.closeSpan(t0);
     this.spanStart = t0;
     this.spanEnd = t1;
-    this.spanTasks = 1;
+    this.spanTasks = n;
   }
 
   private closeSpan(next: number): void {
