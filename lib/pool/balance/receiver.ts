@@ -1,4 +1,5 @@
 import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import { dealsAt, fewPerRank } from "../dealing.ts";
 import { LONG_TASK_MS } from "../executor.ts";
 import { Backoff } from "./backoff.ts";
 
@@ -6,13 +7,6 @@ import { Backoff } from "./backoff.ts";
 const QUICK_TRIES = 2;
 /** Most ranks a rank offers its work to when it starts a run holding several tasks (`open`). */
 export const MAX_OFFERS = 64;
-/**
- * A rank opens a run with offers only while it holds at most this many tasks per rank: few tasks a rank, the
- * case where each may be long and one rank's first task would strand the rest. With more, halving spreads
- * them in a few steps, and an even split up front is worse for it (in the timed simulation at 1,024 ranks, one
- * source of 100 short tasks a rank ended 1.22x the bound split up front, 1.12x by stealing alone).
- */
-export const OPEN_MAX_PER_RANK = 4;
 /** Longest a rank waits for the answers to its offers before it runs its first task anyway. */
 export const OPEN_WAIT_MS = 50;
 /**
@@ -25,13 +19,6 @@ export const STANDBY_MS = 50;
  * the first tasks dealt end, which may take seconds; a task of its own begun before would keep them all waiting.
  */
 export const UNKNOWN_STANDBY_MS = 1000;
-/**
- * Fewest ranks at which a rank deals its few tasks instead of running them (`standBy`; the centralized pool's
- * working coordinator likewise, Coordinator `standsBy`). The dealer gives up its core; each long task of its own
- * would keep about half the others' asks waiting a task's time: worth it from 3 others up (at 3 ranks, 3 tasks
- * dealt took two tasks' time where running one each takes one).
- */
-export const MIN_DEALING_RANKS = 4;
 /** `opening[rank]`, before this rank's first task: offered work, and yet to answer. */
 const OFFERED = 1;
 /** `opening[rank]`, before this rank's first task: given a share (asked or not); its late WANT gets nothing. */
@@ -318,7 +305,7 @@ export class ReceiverInitiated implements Balancer {
       for (let dest = 0; dest < opening.length && left > 0; dest++) {
         if (opening[dest] !== OFFERED) continue;
         const even = evenShare(this.host.movable, left + 1);
-        const n = this.stopped ? 0 : this.host.rt.size >= MIN_DEALING_RANKS ? Math.min(1, even) : even;
+        const n = this.stopped ? 0 : dealsAt(this.host.rt.size) ? Math.min(1, even) : even;
         left--;
         opening[dest] = n > 0 ? SERVED : 0;
         this.give(dest, n);
@@ -449,10 +436,7 @@ export class ReceiverInitiated implements Balancer {
     // Before its first task, with MIN_DEALING_RANKS or more, a rank holding few tasks a rank deals them one at a
     // time.
     const dealing =
-      !this.dealingOver &&
-      this.host.rt.size >= MIN_DEALING_RANKS &&
-      this.host.rt.stats.tasksExecuted === 0 &&
-      this.fewTasksARank();
+      !this.dealingOver && dealsAt(this.host.rt.size) && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank();
     if (dealing) this.host.dealing = true;
     const n = standing
       ? Math.min(1, movable)
@@ -572,7 +556,7 @@ export class ReceiverInitiated implements Balancer {
   private fewTasksARank(): boolean {
     const movable = this.host.movable;
     const { rt } = this.host;
-    return movable >= 2 && movable <= OPEN_MAX_PER_RANK * rt.size && (rt.stats.counters.tasksMovedIn ?? 0) === 0;
+    return movable >= 2 && fewPerRank(movable, rt.size) && (rt.stats.counters.tasksMovedIn ?? 0) === 0;
   }
 
   /** Tells hungry askers, as many as there is work for (about one per two movable tasks), to ask again. */

@@ -1,4 +1,4 @@
-import { MIN_DEALING_RANKS, OPEN_MAX_PER_RANK } from "../balance/receiver.ts";
+import { dealsAt, fewPerRank } from "../dealing.ts";
 import { LONG_TASK_MS } from "../executor.ts";
 import type { PendingPut, PoolRuntime } from "../runtime.ts";
 import { CoordinatorCore, type WorkerSlot } from "./coordinator-core.ts";
@@ -208,11 +208,11 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
    */
   private standsBy(): boolean {
     // (The plain coordinator's workers never die: the others are every worker but this rank's own.)
-    if (this.self === undefined || this.workers.length - 1 < MIN_DEALING_RANKS - 1) return false;
+    if (this.self === undefined || !dealsAt(this.workers.length)) return false;
     // A mean over a task or two is not one yet: a status sent between two tasks may not count the last one's
     // time (the executor reads the clock every few tasks), and reads a tenth of it.
     const known = this.knownWorkers > 0;
-    return this.longWorkers > 0 || (!known && this.queue.size <= OPEN_MAX_PER_RANK * this.rt.size);
+    return this.longWorkers > 0 || (!known && fewPerRank(this.queue.size, this.rt.size));
   }
 
   protected override defers(w: WorkerState): boolean {

@@ -1,5 +1,5 @@
 import type { RankFailedError } from "../../errors.ts";
-import { MIN_DEALING_RANKS, OPEN_MAX_PER_RANK } from "../balance/receiver.ts";
+import { dealsAt, fewPerRank } from "../dealing.ts";
 import type { WireResult } from "../results.ts";
 import type { Engine, PendingPut } from "../runtime.ts";
 import { PoolRuntime } from "../runtime.ts";
@@ -71,7 +71,7 @@ export class WorkingCoordinator<T> implements Engine<T> {
     // could start on another, and this rank sit idle until that one had work to give back.)
     // But few tasks a rank (the coarse tasks an app put on one rank) go to the queue: while they may be long,
     // this rank only deals (Coordinator `standsBy`), and its worker would hold them behind its own first task.
-    const few = rt.size >= MIN_DEALING_RANKS && initial.length <= OPEN_MAX_PER_RANK * rt.size;
+    const few = dealsAt(rt.size) && fewPerRank(initial.length, rt.size);
     const kept = (this.keep > 0 && !few) || this.putsThroughWorker;
     this.coordinator = pair.coordinator<T>(
       new Loopback(rt, (tag, body) => this.worker.onMessage(me, tag, body)),

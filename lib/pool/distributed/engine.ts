@@ -205,8 +205,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     if (this.finished) return;
     if (to === undefined && key === undefined) this.movableQueue.push(task, priority);
     else this.enqueue(task, priority, to, key);
-    if (this.parked) this.activate();
-    else this.flight.wake();
+    this.activate();
   }
 
   onMessage(source: number, tag: number, body: Record<string, unknown>): void {
