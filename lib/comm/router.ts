@@ -305,6 +305,11 @@ export class Router {
    * Marks this process busy on something the receive side cannot see (a pool run between messages); call
    * the returned function when done. See `watchIdle`.
    */
+  /** True when a message this rank sent waits behind a send in flight (Transport `held`). */
+  get sendsHeld(): boolean {
+    return this.transport?.held ?? false;
+  }
+
   hold(): () => void {
     this.holds++;
     let released = false;

@@ -102,6 +102,8 @@ export class Transport {
   private readonly dropped = new Set<number>();
   private endpoints: readonly string[] = [];
   private sendError: Error | undefined;
+  /** The outboxes with a send in flight (`pump`). */
+  private readonly pumping = new Set<Outbox>();
   private closed = false;
 
   private constructor(inbox: Zmq.Pull, endpoint: string, key: JobKey | undefined) {
@@ -254,6 +256,7 @@ export class Transport {
   /** Hands frames to ZeroMQ one at a time, oldest first, until the outbox is empty. */
   private async pump(box: Outbox): Promise<void> {
     box.sending = true;
+    this.pumping.add(box);
     try {
       for (;;) {
         let frame = box.frames[box.head];
@@ -284,8 +287,20 @@ export class Transport {
       if (!box.dropped) this.sendError = e as Error;
     } finally {
       box.sending = false;
+      this.pumping.delete(box);
       if (this.sendError || !pending(box)) for (const resolve of box.drained.splice(0)) resolve();
     }
+  }
+
+  /**
+   * True when a message waits here behind a send in flight to the same rank. It leaves only at this rank's next
+   * microtask checkpoint (`pump` awaits ZeroMQ's promise, settled at once when ZeroMQ took the frame), so a
+   * caller about to block its thread (a long synchronous task) lets the event loop turn first: a GIVE queued
+   * behind a REQUEST to the same rank waited out a 20 s task.
+   */
+  get held(): boolean {
+    for (const box of this.pumping) if (pending(box)) return true;
+    return false;
   }
 
   /** Resolves once every queued message has been handed to ZeroMQ (or sending has failed). */

@@ -107,6 +107,14 @@ export class Communicator implements AsyncDisposable {
     return this.router.hold();
   }
 
+  /**
+   * @internal True when a message this rank sent leaves only once its event loop turns (Transport `held`): a
+   * pool yields before a stretch of synchronous tasks that may be long.
+   */
+  get sendsHeld(): boolean {
+    return this.router.sendsHeld;
+  }
+
   /** @internal */
   attach(transport: Transport): void {
     this.router.attach(transport);

@@ -19,6 +19,8 @@ export interface PoolLink {
    * chaos, which delays each message on its own). A pool that survives deaths relies on it to skip a wait.
    */
   readonly fifo?: boolean;
+  /** True when a message sent leaves only once the event loop turns (Communicator `sendsHeld`). */
+  readonly held?: boolean;
 }
 
 /**
@@ -50,6 +52,9 @@ export function worldLink(world: Communicator, context: number): PoolLink {
     },
     get fifo() {
       return testSeams.chaosMs === 0;
+    },
+    get held() {
+      return world.sendsHeld;
     },
   };
 }
@@ -98,6 +103,11 @@ export class PoolRuntime {
   endStopped(result: WireResult): void {
     this.results.stopped = true;
     this.results.final = result;
+  }
+
+  /** True when a message this rank sent waits for the event loop to turn before it leaves (PoolLink `held`). */
+  get sendsHeld(): boolean {
+    return this.link.held === true;
   }
 
   count(name: string, by = 1): void {

@@ -57,3 +57,21 @@ for (const [n, pool] of CASES) {
     }
   });
 }
+
+// The root's rank hands a child on before the first child it runs, which may be long (balance/receiver.ts
+// `afterRoot`): the long child waits, inside its task, for the short one to run on another rank.
+for (const n of [2, 3]) {
+  test(`the root's children on ${n} ranks under the default pool: one leaves before the root's rank starts a long one`, async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), "wp-root-children-"));
+    try {
+      const r = await run(["-n", String(n), "--timeout", "90", fixture("pool-root-children.ts"), dir]);
+      t.is(r.code, 0, r.stderr);
+      const lines = resultLines<{ result: number; ran: string[] }>(r.stdout);
+      t.is(lines.length, n);
+      t.deepEqual(lines.flatMap((l) => l.ran).sort(), ["long", "root", "short"], "every task ran exactly once");
+      for (const l of lines) t.is(l.result, 1, `the short child ran on another rank while the long one waited:\n${r.stdout}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}

@@ -67,13 +67,16 @@ for (const c of DISTRIBUTED_COMBINATIONS) {
     if (c.termination === "tree") t.true((totals.treeJoins ?? 0) > 0, "no rank ever re-joined the tree");
     if (c.initiation === "receiver") {
       t.true((totals.requestsRefused ?? 0) > 0, "no request was ever refused");
-      if (c.partner !== "ring") t.true((totals.notifiesSent ?? 0) > 0, "no hungry asker was ever notified");
+      // Between two tasks a hungry asker gets its share at once (GIVE); NOTIFY is for a rank with async tasks in
+      // flight, which no schedule here has (test/pool/concurrency.test.ts).
+      if (c.partner !== "ring") t.true((totals.hungryGives ?? 0) > 0, "no hungry asker was ever given its share");
+      t.true((totals.rootOpenings ?? 0) > 0, "no root's rank ever offered the root's children");
       t.true((totals.openingOffers ?? 0) > 0, "no rank ever opened a run with offers");
       t.true((totals.openingHaves ?? 0) > 0, "no offer was ever answered HAVE");
       t.true((totals.givesSent ?? 0) > 0, "no offer was ever taken up (WANT, GIVE)");
-      // A rank that opened a run to idle askers deals its tasks before its first (`standBy`); holding asks
-      // between two long tasks needs measured long tasks, which no schedule here has (test/pool/long-tasks.test.ts).
-      t.true((totals.standBys ?? 0) > 0, "no rank ever stood by to deal its tasks");
+      // Dealing few tasks before the first (`standBy`) and holding asks between two long tasks need tasks that
+      // may be long, which the schedules here seldom have: simulation-long.test.ts makes every task long and
+      // checks both.
     }
     if (c.initiation === "sender") {
       t.true((totals.offersAccepted ?? 0) > 0, "no offer was ever accepted");

@@ -44,6 +44,15 @@ export function evenShare(movable: number, parts: number): number {
 }
 
 /**
+ * `n` of a rank's `movable` tasks, less one if it would give its last while it runs nothing (between two tasks, or
+ * idle with tasks just come): it would go idle while the asker runs the task it was about to start, later by a
+ * message's time. (Running a task, it gives its last queued one: the asker starts it sooner.)
+ */
+function keepOne(running: boolean, movable: number, n: number): number {
+  return running || n < movable || n <= 0 ? n : movable - 1;
+}
+
+/**
  * How many of its `movable` tasks a rank gives an asker that holds `askerLoad` and speaks for `demand` idle ranks
  * (itself and those waiting on it, `demand` >= 1): the asker's `demand / (demand + 1)` of the difference, so that
  * the asker and this rank each end with about what one rank of the chain should hold. `demand` 1 is `share`.
@@ -59,16 +68,20 @@ export function chainShare(movable: number, askerLoad: number, demand: number): 
  * Messages:
  * REQUEST   asker -> partner     { l: asker's queued tasks, k?: locality keys it ran recently, d?: the idle
  *                                ranks it speaks for, when more than itself (see ReceiverInitiated, chains),
- *                                g?: its mean task time in ms, once it has run a task (`standBy`) }
+ *                                g?: its mean task time in ms, once it has run a task (`standBy`),
+ *                                r?: the tasks it has received unasked (GIVE) from this partner }
  *                                                                answered by exactly one TRANSFER or REFUSE
  * TRANSFER  giver -> asker       task message: about half the giver's movable tasks (keyed tasks: those of
  *                                the asker's keys `k` first; see DistributedHost.sendMovable)
- * REFUSE    partner -> asker     {}                             the asker is noted as hungry here
+ * REFUSE    partner -> asker     { c?: 1 }                      the asker is noted as hungry here; with c, the
+ *                                                                request crossed a GIVE to it (see `crossed`)
  * NOTIFY    partner -> asker     {}                             "I have work now": sent to hungry askers
+ *                                                                while async tasks are in flight here
  * GIVE      partner -> asker     task message, unasked for (the asker's own request, if any, stays out): a
- *                                share to a WANT, or one task to a hungry asker in place of a NOTIFY while
- *                                the partner's tasks may be long
- * OPEN      holder -> rank       {}                             the holder starts a run with tasks to spare:
+ *                                share to a WANT, or to a hungry asker between two tasks (one task while the
+ *                                partner's tasks may be long, else what its request would get)
+ * OPEN      holder -> rank       {}                             the holder starts a run with tasks to spare,
+ *                                                                or has run the root and holds its children:
  *                                                                answered at once by a WANT or a HAVE
  * WANT      rank -> holder       { l: its queued tasks }        "I run low": answered by a GIVE, or nothing
  * HAVE      rank -> holder       {}                             "I have work"
@@ -89,12 +102,13 @@ export const receiver: InitiationStrategy = {
  * steal succeeds, so idle ranks do not flood a machine where no one has work.
  *
  * A refusal is a promise: the refusing rank notes the asker as hungry, and once it has work to spare (two or
- * more movable tasks) it sends its hungry askers a NOTIFY; they stop backing off and ask it next. Until then
- * the asker skips that rank when picking partners, so an idle rank asks each partner at most once per dry
- * spell, and once all have refused it goes quiet until notified. Invariant: for every other rank B, either
- * this rank may still ask B, or it is on B's hungry list; so work that appears anywhere reaches idle ranks at
- * message speed, without polling. With the `ring` policy an idle predecessor learns at once when its
- * successor has work.
+ * more movable tasks) it gives each hungry asker its share between two tasks (`giveShares`), or, while async
+ * tasks are in flight (it answers requests then), sends it a NOTIFY, and the asker stops backing off and asks it
+ * next. Until then the asker skips that rank when picking partners, so an idle rank asks each partner at most
+ * once per dry spell, and once all have refused it goes quiet until given work. Invariant: for every other
+ * rank B, either this rank may still ask B, or it is on B's hungry list; so work that appears anywhere reaches
+ * idle ranks at message speed, without polling. With the `ring` policy an idle predecessor learns at once when
+ * its successor has work.
  *
  * One request is outstanding at a time and every request gets exactly one answer, so an answer always
  * belongs to the current request, whatever order messages arrive in. The back-off never holds up termination
@@ -177,6 +191,18 @@ export class ReceiverInitiated implements Balancer {
   private waitedInVain = false;
   /** The longest mean task time an asker with long tasks said it has (its request's `g`), in ms. */
   private askersMeanMs = 0;
+  /**
+   * This rank entered the run holding one task, the root of the work (`open`): after it, holding two or more,
+   * it offers them (`afterRoot`); then `offerNow` until the offers go out (`standBy`).
+   */
+  private rootRun = false;
+  private offerNow = false;
+  /**
+   * Tasks given unasked (GIVE) to each rank, and received unasked from each: a request tells the second to the
+   * rank it asks (`r`), which so knows what of its GIVEs had not reached the asker when it asked (`crossed`).
+   */
+  private readonly givenTo: Float64Array;
+  private readonly givenBy: Float64Array;
 
   constructor(
     private readonly host: DistributedHost,
@@ -189,6 +215,8 @@ export class ReceiverInitiated implements Balancer {
     this.refusedBy = new Uint8Array(host.rt.size);
     this.demand = new Float64Array(host.rt.size);
     this.askerLoad = new Float64Array(host.rt.size);
+    this.givenTo = new Float64Array(host.rt.size);
+    this.givenBy = new Float64Array(host.rt.size);
     this.backoff = new Backoff(host, () => this.check());
   }
 
@@ -203,11 +231,12 @@ export class ReceiverInitiated implements Balancer {
 
   /** With hungry askers waiting, the engine calls `check` as soon as there is work to spare. */
   get high(): number {
-    return this.held.length > 0 ? 0 : this.hungry.length > 0 ? 1 : Number.POSITIVE_INFINITY;
+    return this.held.length > 0 || this.rootRun ? 0 : this.hungry.length > 0 ? 1 : Number.POSITIVE_INFINITY;
   }
 
   check(): void {
     if (this.stopped) return;
+    if (this.rootRun && this.host.rt.stats.tasksExecuted > 0) this.afterRoot();
     if (this.held.length > 0) this.answerHeld();
     if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
     if (this.asking || this.backoff.waiting) return;
@@ -240,6 +269,8 @@ export class ReceiverInitiated implements Balancer {
     this.toldDemand = d;
     if (d > 1) body.d = d;
     if (this.host.rt.stats.tasksExecuted > 0) body.g = this.host.meanTaskMs;
+    const given = this.givenBy[dest] as number;
+    if (given > 0) body.r = given;
     this.host.send(dest, "request", body);
   }
 
@@ -267,8 +298,31 @@ export class ReceiverInitiated implements Balancer {
 
   open(): boolean {
     const host = this.host;
-    const { rank, size } = host.rt;
+    if (host.load === 1 && host.movable === 1 && host.rt.size > 1) this.rootRun = true;
     if (host.movable < 2 || !this.fewTasksARank() || this.stopped) return false;
+    return this.offer();
+  }
+
+  /**
+   * The root's first task has run (`rootRun`): holding two or more tasks now, with none given or taken yet, the
+   * rank offers them before its next task as it would have before its first (`open`). The other ranks entered
+   * the run with nothing; their requests, sent as they entered it, reach this rank while it runs the root and
+   * its next task, and that task may be long: nothing tells it in advance. A sudoku tree whose four leaves took
+   * 0.6-1.6 s ran 2.6-3.4 s on 2 ranks, the second rank's first request waiting through a whole leaf here.
+   */
+  private afterRoot(): void {
+    this.rootRun = false;
+    const host = this.host;
+    const counters = host.rt.stats.counters;
+    if (host.movable < 2 || (counters.tasksMovedIn ?? 0) > 0 || (counters.tasksMovedOut ?? 0) > 0) return;
+    this.offerNow = true;
+    host.dealing = true;
+  }
+
+  /** Offers this rank's tasks to the next ranks (OPEN) and waits for their answers (see `open`). */
+  private offer(): boolean {
+    const host = this.host;
+    const { rank, size } = host.rt;
     // Not to a rank served already (it asked before this rank entered the run): it has its share.
     const opening = (this.opening ??= new Uint8Array(size));
     let n = 0;
@@ -349,6 +403,11 @@ export class ReceiverInitiated implements Balancer {
     } else if (kind === "refuse") {
       this.asking = false;
       rt.count("refusalsReceived");
+      if (body.c === 1) {
+        // Not a refusal: the tasks given unasked that crossed the request have come (one channel keeps order).
+        this.check();
+        return;
+      }
       this.lastRefuser = source;
       if (this.refusedBy[source] === 0) {
         this.refusedBy[source] = 1;
@@ -394,9 +453,10 @@ export class ReceiverInitiated implements Balancer {
     }
   }
 
-  received(source: number, kind: string): void {
+  received(source: number, kind: string, count: number): void {
     this.lastGiver = source;
     if (kind === "give") {
+      this.givenBy[source] = (this.givenBy[source] as number) + count;
       // As a NOTIFY would: the giver had work, so it may be asked again; the request out (if any) stays out.
       this.host.rt.count("givesReceived");
       if (this.refusedBy[source] === 1) {
@@ -425,8 +485,10 @@ export class ReceiverInitiated implements Balancer {
     const demand = this.demandOf(body);
     this.setDemand(source, demand);
     if (typeof body.g === "number") this.askerRan(body.g);
-    this.askerLoad[source] = body.l as number;
-    if (this.hold(source, want, body)) return;
+    const coming = this.crossed(source, body);
+    const load = (body.l as number) + coming;
+    this.askerLoad[source] = load;
+    if (coming === 0 && this.hold(source, want, body)) return;
     const opening = this.cancelOpen !== undefined;
     // A request from an offered rank stands for its answer: its WANT, sent before our share reached it, gets
     // nothing more (`served`).
@@ -438,19 +500,13 @@ export class ReceiverInitiated implements Balancer {
     const dealing =
       !this.dealingOver && dealsAt(this.host.rt.size) && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank();
     if (dealing) this.host.dealing = true;
-    const n = standing
-      ? Math.min(1, movable)
-      : dealing
-        ? movable >= 2
-          ? 1
-          : 0
-        : opening
-          ? evenShare(movable, this.unanswered + 2)
-          : this.mayBeLong()
-            ? share(movable, body.l as number, Math.max(2, this.host.rt.size))
-            : chainShare(movable, body.l as number, demand);
+    const n = this.askShare(movable, load, demand, coming, standing, dealing, opening);
     if (want) this.give(source, n);
-    else this.answer(source, n, body.k as readonly unknown[] | undefined);
+    else if (n <= 0 && coming > 0) {
+      // Not hungry: the tasks on their way reach it before this answer.
+      this.host.rt.count("crossedAsks");
+      this.host.send(source, "refuse", { c: 1 });
+    } else this.answer(source, n, body.k as readonly unknown[] | undefined);
     if (n > 0 && this.host.rt.stats.tasksExecuted === 0) {
       (this.opening ??= new Uint8Array(this.host.rt.size))[source] = SERVED;
     }
@@ -462,11 +518,48 @@ export class ReceiverInitiated implements Balancer {
     }
   }
 
+  /**
+   * How many of its `movable` tasks this rank gives an ask (`asked`) from a rank that holds `load` (with the
+   * `coming` tasks given it unasked that it had not received when it asked) and speaks for `demand` idle ranks.
+   */
+  private askShare(
+    movable: number,
+    load: number,
+    demand: number,
+    coming: number,
+    standing: boolean,
+    dealing: boolean,
+    opening: boolean,
+  ): number {
+    if (standing || dealing || opening) {
+      // An asker with tasks on their way from here gets no more from a rank that hands out one task at a time.
+      if (coming > 0) return 0;
+      if (standing) return Math.min(1, movable);
+      if (dealing) return movable >= 2 ? 1 : 0;
+      return evenShare(movable, this.unanswered + 2);
+    }
+    const n = this.mayBeLong()
+      ? share(movable, load, Math.max(2, this.host.rt.size))
+      : chainShare(movable, load, demand);
+    return keepOne(this.host.running, movable, n);
+  }
+
   /** Sends `n` tasks unasked for (GIVE), if `n` > 0. */
   private give(dest: number, n: number): void {
     if (n <= 0) return;
-    this.host.sendMovable(dest, "give", n);
+    const sent = this.host.sendMovable(dest, "give", n);
+    this.givenTo[dest] = (this.givenTo[dest] as number) + sent;
     this.host.rt.count("givesSent");
+  }
+
+  /**
+   * Tasks this rank gave `source` unasked that had not reached it when it sent this ask: they count as its load.
+   * (A rank that stood by dealing answered an asker's WANT with a GIVE and its request, which crossed that GIVE,
+   * with a second task, which then waited behind the first one's 300 ms while other ranks sat idle.)
+   */
+  private crossed(source: number, body: Record<string, unknown>): number {
+    const had = typeof body.r === "number" ? body.r : 0;
+    return Math.max(0, (this.givenTo[source] as number) - had);
   }
 
   /** Answers a request with `n` tasks, or refuses it (the asker is then hungry here). */
@@ -567,6 +660,10 @@ export class ReceiverInitiated implements Balancer {
       return;
     }
     if (this.chains > 0 && !host.running) this.giveToChains();
+    if (!host.running) {
+      this.giveShares();
+      return;
+    }
     // About one NOTIFY per two movable tasks, and none to an asker that held as much as this rank could give it
     // (it asked above lowWater, feeding a chain): its request would be refused, and it would be notified again.
     let budget = host.movable >> 1;
@@ -583,6 +680,24 @@ export class ReceiverInitiated implements Balancer {
       } else hungry[kept++] = dest;
     }
     hungry.length = kept;
+  }
+
+  /**
+   * Between two tasks: each hungry asker gets at once (GIVE) the share its request would get, while this rank
+   * has two or more tasks, the latest refused first. A NOTIFY would make it ask while this rank runs its next
+   * task, which may be the first long one (nothing marks it in advance): the asker would wait that whole task,
+   * and the task it could run waits here (a sudoku tree whose four leaves took 0.6-1.6 s ran 2.6-3.4 s on 2 ranks,
+   * the second rank idle through each leaf here).
+   */
+  private giveShares(): void {
+    const host = this.host;
+    const hungry = this.hungry;
+    while (hungry.length > 0 && host.movable >= 2) {
+      const dest = hungry.pop() as number;
+      this.isHungry[dest] = 0;
+      host.rt.count("hungryGives");
+      this.give(dest, chainShare(host.movable, 0, this.demand[dest] as number));
+    }
   }
 
   /**
@@ -641,6 +756,13 @@ export class ReceiverInitiated implements Balancer {
    * first next time (`lastGiver`).
    */
   standBy(): boolean {
+    if (this.offerNow) {
+      this.offerNow = false;
+      this.host.dealing = false;
+      if (this.stopped || !this.offer()) return false;
+      this.host.rt.count("rootOpenings");
+      return true;
+    }
     if (this.waitedInVain) {
       // No ask came: the other ranks have work of their own; this one runs its tasks and steals as any other.
       this.waitedInVain = false;

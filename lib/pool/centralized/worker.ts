@@ -156,26 +156,37 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
       }
       this.executed++;
       if (this.finished || this.stopping) return "over";
-      this.afterTask();
+      // What it sent may wait for the event loop to turn (PoolRuntime `sendsHeld`), and the next task may be long.
+      if (this.afterTask() && this.rt.sendsHeld) return "slice";
       if (exec.sliceOver()) return "slice";
     }
     return "empty";
   }
 
-  /** After a task: a RELEASE owed is answered, and the worker asks for work, or stops asking, as its queue says. */
-  private afterTask(): void {
+  /**
+   * After a task: a RELEASE owed is answered, and the worker asks for work, or stops asking, as its queue says.
+   * True if it sent the coordinator anything.
+   */
+  private afterTask(): boolean {
     const size = this.own.size + this.dealt.size;
-    if (this.owed && size > 0) this.release();
+    let sent = false;
+    if (this.owed && size > 0) {
+      this.release();
+      sent = true;
+    }
     if (this.requestSentAt < 0) {
       if (size * 2 <= Math.max(this.capacity, this.hold)) {
         this.updateCapacity();
         this.report(true);
+        sent = true;
       }
     } else if (size >= 2 * this.capacity && this.kept > 0) {
       // Its own puts refilled the queue: no longer hungry, so the coordinator stops seeking work for it.
       this.requestSentAt = -1;
       this.report(false);
+      sent = true;
     }
+    return sent;
   }
 
   protected async loop(): Promise<void> {

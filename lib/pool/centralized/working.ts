@@ -158,6 +158,11 @@ class Loopback extends PoolRuntime {
     this.concurrency = base.concurrency;
   }
 
+  /** Messages to this rank wait for a microtask, or a turn of the event loop. */
+  override get sendsHeld(): boolean {
+    return this.inbox.length > 0 || super.sendsHeld;
+  }
+
   override send(dest: number, tag: number, body: Record<string, unknown>): void {
     if (dest !== this.rank) {
       this.base.send(dest, tag, body);

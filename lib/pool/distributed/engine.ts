@@ -73,6 +73,8 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private gated = false;
   /** The balancer may hold this rank back between tasks now (DistributedHost `dealing`). */
   dealing = false;
+  /** The slice ended for held sends (`sendsHeld`) and no task has run since. */
+  private heldYield = false;
 
   constructor(
     readonly rt: PoolRuntime,
@@ -466,6 +468,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
    */
   private runSync(): Stop {
     const { exec, balancer, movableQueue, pinnedQueue } = this;
+    if (this.sendsHeld()) return "slice";
     // The balancer's band, read again only after it acts: nothing else changes it while tasks run back to back
     // (its messages and timers wait for the event loop). The receiver's `low` also grows while this rank is
     // below it, where its check comes anyway.
@@ -480,16 +483,29 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       if (this.over) return "over";
       // afterTask, with the band kept.
       this.inTask = false;
+      this.heldYield = false;
       const load = movableQueue.size + pinnedQueue.size;
       if (load < low || load > high) {
         balancer.check();
         low = balancer.low;
         high = balancer.high;
+        if (this.sendsHeld()) return "slice";
       }
       if (exec.sliceOver()) return "slice";
       if (this.dealing && this.standBy()) return "standBy";
     }
     return "empty";
+  }
+
+  /**
+   * What the balancer just sent waits behind a send in flight to the same rank (PoolRuntime `sendsHeld`): it
+   * leaves only when the event loop turns, and the next task may be long (a GIVE to an idle rank waited out a
+   * 20 s task). True once, to end the slice; false again until a task has run since.
+   */
+  private sendsHeld(): boolean {
+    if (this.heldYield || !this.rt.sendsHeld) return false;
+    this.heldYield = true;
+    return true;
   }
 
   private async loop(): Promise<void> {
