@@ -69,7 +69,8 @@ for (const n of [2, 3]) {
       const lines = resultLines<{ result: number; ran: string[] }>(r.stdout);
       t.is(lines.length, n);
       t.deepEqual(lines.flatMap((l) => l.ran).sort(), ["long", "root", "short"], "every task ran exactly once");
-      for (const l of lines) t.is(l.result, 1, `the short child ran on another rank while the long one waited:\n${r.stdout}`);
+      for (const l of lines)
+        t.is(l.result, 1, `the short child ran on another rank while the long one waited:\n${r.stdout}`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
