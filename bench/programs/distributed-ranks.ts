@@ -140,21 +140,45 @@ if (mode === "throughput") {
   const termination = rest[1] ?? "token-ring";
   const latencies: number[] = [];
   const detections: number[] = [];
+  const lateEntries: number[] = [];
+  const broadcasts: number[] = [];
   const pool = world.pool<number>({ mode: "distributed", termination, concurrency: 1 } as PoolOptions);
   for (let k = 0; k < reps; k++) {
     if (world.rank === 0) for (let i = 0; i < 2000; i++) pool.put(i);
     await world.barrier();
+    const entered = epochNow();
     const stats = await pool.run(() => {});
     const returned = epochNow();
     // One gather to rank 0, not allreduces: ranks that returned early must not wake the others (and slow the
     // ranks still taking DONE) with collective traffic while the measurement is still open.
-    const all = await world.gather([returned, stats.lastTaskAt, stats.counters.terminationLatencyMs ?? 0], 0);
+    const mine = [returned, stats.lastTaskAt, stats.counters.terminationLatencyMs ?? 0, entered];
+    const all = await world.gather(mine, 0);
     if (all) {
       const lastTask = Math.max(...all.map((a) => a[1] as number));
       latencies.push(Math.max(...all.map((a) => a[0] as number)) - lastTask);
       // On the root, terminationLatencyMs is the time from the last task to its proof of termination.
       detections.push((all[0] as number[])[2] as number);
+      // The last rank to enter the run, after the last task ended (2,000 no-op tasks take about 2 ms; on 2 cores
+      // 16 processes leave a barrier over several): that much of the latency is no termination's.
+      lateEntries.push(Math.max(...all.map((a) => a[3] as number)) - lastTask);
     }
+  }
+  // The floor under DONE: the same ranks' messaging, rank 0 sending one message to every other rank just after a
+  // barrier, until the last has it.
+  for (let k = 0; k < reps; k++) {
+    await world.barrier();
+    let sentAt = 0;
+    let got: number;
+    if (world.rank === 0) {
+      sentAt = epochNow();
+      for (let r = 1; r < world.size; r++) void world.send(r, 9, sentAt);
+      got = sentAt;
+    } else {
+      await world.recv({ source: 0, tag: 9 });
+      got = epochNow();
+    }
+    const all = await world.gather([sentAt, got], 0);
+    if (all) broadcasts.push(Math.max(...all.map((a) => a[1] as number)) - ((all[0] as number[])[0] as number));
   }
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
   if (world.rank === 0) {
@@ -165,6 +189,8 @@ if (mode === "throughput") {
         termination,
         medianMs: median(latencies),
         detectMedianMs: median(detections),
+        lateEntryMedianMs: median(lateEntries),
+        broadcastMedianMs: median(broadcasts),
         all: [...latencies].sort((a, b) => a - b),
       }),
     );
