@@ -102,7 +102,7 @@ export const receiver: InitiationStrategy = {
  * steal succeeds, so idle ranks do not flood a machine where no one has work.
  *
  * A refusal is a promise: the refusing rank notes the asker as hungry, and once it has work to spare (two or
- * more movable tasks) it gives each hungry asker its share between two tasks (`giveShares`), or, while async
+ * more movable tasks) it gives each hungry asker its share between two tasks (`giveToHungry`), or, while async
  * tasks are in flight (it answers requests then), sends it a NOTIFY, and the asker stops backing off and asks it
  * next. Until then the asker skips that rank when picking partners, so an idle rank asks each partner at most
  * once per dry spell, and once all have refused it goes quiet until given work. Invariant: for every other
@@ -656,12 +656,12 @@ export class ReceiverInitiated implements Balancer {
   private notify(): void {
     const host = this.host;
     if (this.mayBeLong() && !host.running) {
-      this.giveToHungry();
+      this.giveToHungry(true);
       return;
     }
     if (this.chains > 0 && !host.running) this.giveToChains();
     if (!host.running) {
-      this.giveShares();
+      this.giveToHungry(false);
       return;
     }
     // About one NOTIFY per two movable tasks, and none to an asker that held as much as this rank could give it
@@ -680,24 +680,6 @@ export class ReceiverInitiated implements Balancer {
       } else hungry[kept++] = dest;
     }
     hungry.length = kept;
-  }
-
-  /**
-   * Between two tasks: each hungry asker gets at once (GIVE) the share its request would get, while this rank
-   * has two or more tasks, the latest refused first. A NOTIFY would make it ask while this rank runs its next
-   * task, which may be the first long one (nothing marks it in advance): the asker would wait that whole task,
-   * and the task it could run waits here (a sudoku tree whose four leaves took 0.6-1.6 s ran 2.6-3.4 s on 2 ranks,
-   * the second rank idle through each leaf here).
-   */
-  private giveShares(): void {
-    const host = this.host;
-    const hungry = this.hungry;
-    while (hungry.length > 0 && host.movable >= 2) {
-      const dest = hungry.pop() as number;
-      this.isHungry[dest] = 0;
-      host.rt.count("hungryGives");
-      this.give(dest, chainShare(host.movable, 0, this.demand[dest] as number));
-    }
   }
 
   /**
@@ -727,19 +709,22 @@ export class ReceiverInitiated implements Balancer {
   }
 
   /**
-   * Long tasks, between two of them: a hungry asker told to ask again (NOTIFY) would ask while this rank is
-   * inside its next task, and wait that whole task for the answer while the task it could run waits here. So
-   * each hungry asker gets one task now instead (GIVE), as many as this rank holds beyond the one it runs next,
-   * the latest refused first: the longer ago an asker was refused, the likelier it has found work elsewhere since
-   * and is inside a task of its own, where the task given would wait as it would here.
+   * Between two tasks: each hungry asker gets its share at once (GIVE), while this rank has two or more tasks,
+   * the latest refused first (the longer ago an asker was refused, the likelier it has found work elsewhere since
+   * and is inside a task of its own, where the task given would wait as it would here). Its share is what its
+   * request would get, or one task while this rank's tasks may be long (`long`). A NOTIFY would make it ask
+   * while this rank runs its next task, which may be the first long one (nothing marks it in advance): the asker
+   * would wait that whole task, and the task it could run waits here (a sudoku tree whose four leaves took 0.6-1.6
+   * s ran 2.6-3.4 s on 2 ranks, the second rank idle through each leaf here).
    */
-  private giveToHungry(): void {
+  private giveToHungry(long: boolean): void {
     const host = this.host;
     const hungry = this.hungry;
     while (hungry.length > 0 && host.movable >= 2) {
       const dest = hungry.pop() as number;
       this.isHungry[dest] = 0;
-      this.give(dest, 1);
+      host.rt.count("hungryGives");
+      this.give(dest, long ? 1 : chainShare(host.movable, 0, this.demand[dest] as number));
     }
   }
 
