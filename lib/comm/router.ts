@@ -301,15 +301,15 @@ export class Router {
     else m.peerDied(there, error);
   }
 
-  /**
-   * Marks this process busy on something the receive side cannot see (a pool run between messages); call
-   * the returned function when done. See `watchIdle`.
-   */
   /** True when a message this rank sent waits behind a send in flight (Transport `held`). */
   get sendsHeld(): boolean {
     return this.transport?.held ?? false;
   }
 
+  /**
+   * Marks this process busy on something the receive side cannot see (a pool run between messages); call
+   * the returned function when done. See `watchIdle`.
+   */
   hold(): () => void {
     this.holds++;
     let released = false;

@@ -3,8 +3,8 @@ import type { RecentKeys, TaskKey } from "./keys.ts";
 /**
  * In what order a rank runs its own queued tasks of equal priority: `lifo` (newest first, depth-first: a
  * tree is walked like a plain loop with a stack, and memory stays bounded by depth x branching) or `fifo`
- * (oldest first, breadth-first). Work that leaves a rank is taken from the oldest end: in a lifo queue every other
-task there, in a fifo queue the oldest in order (see `give`).
+ * (oldest first, breadth-first). Work that leaves a rank is taken from the oldest end: in a lifo queue every
+ * other task there, in a fifo queue the oldest in order (see `give`).
  */
 export type TaskOrder = "lifo" | "fifo";
 

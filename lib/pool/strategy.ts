@@ -29,8 +29,9 @@ export type Cancel = () => void;
 export interface DistributedHost {
   readonly rt: PoolRuntime;
   /**
-   * Set by a balancer that may hold the rank back between tasks to deal its tasks (Balancer `standBy`): only
-   * then does the engine ask it before each task, which would cost a tiny task a good part of its time.
+   * Set by a balancer that may hold the rank back between tasks to deal its tasks, or to offer them once
+   * (Balancer `standBy`): only then does the engine ask it before each task, which would cost a tiny task a
+   * good part of its time.
    */
   dealing: boolean;
   /** The rank that starts token rounds, roots the tree, and announces termination. */

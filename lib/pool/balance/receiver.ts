@@ -83,7 +83,7 @@ export function chainShare(movable: number, askerLoad: number, demand: number): 
  * OPEN      holder -> rank       {}                             the holder starts a run with tasks to spare,
  *                                                                or has run the root and holds its children:
  *                                                                answered at once by a WANT or a HAVE
- * WANT      rank -> holder       { l: its queued tasks }        "I run low": answered by a GIVE, or nothing
+ * WANT      rank -> holder       { l: its queued tasks, r? }    "I run low": answered by a GIVE, or nothing
  * HAVE      rank -> holder       {}                             "I have work"
  */
 export const receiver: InitiationStrategy = {
@@ -269,9 +269,14 @@ export class ReceiverInitiated implements Balancer {
     this.toldDemand = d;
     if (d > 1) body.d = d;
     if (this.host.rt.stats.tasksExecuted > 0) body.g = this.host.meanTaskMs;
+    this.host.send(dest, "request", this.withGiven(dest, body));
+  }
+
+  /** `body` of an ask to `dest`, with `r`: the tasks this rank has received from it unasked (see `crossed`). */
+  private withGiven(dest: number, body: Record<string, unknown>): Record<string, unknown> {
     const given = this.givenBy[dest] as number;
     if (given > 0) body.r = given;
-    this.host.send(dest, "request", body);
+    return body;
   }
 
   /**
@@ -425,7 +430,7 @@ export class ReceiverInitiated implements Balancer {
       this.opens = true;
       const load = this.host.load;
       if (load >= this.baseLow || this.stopped) this.host.send(source, "have", {});
-      else this.host.send(source, "want", { l: load });
+      else this.host.send(source, "want", this.withGiven(source, { l: load }));
     } else if (kind === "want") {
       // A rank that asked and was served while it was offered work too, or whose share came unasked.
       if (this.served(source)) rt.count("openingLateWants");

@@ -147,7 +147,10 @@ export class ResilientWorker<T> extends WorkerCore<T, Entry<T>> {
     return e.id !== 0 ? e.id : e.root;
   }
 
-  /** Moves up to `n` queued tasks to the coordinator: dealt ones first (not started here), then own ones from the oldest end. */
+  /**
+   * Moves up to `n` queued tasks to the coordinator: dealt ones first (not started here), then own ones from the oldest
+   * end.
+   */
   protected giveBack(n: number): number {
     const taken: Entry<T>[] = [];
     const prios: number[] = [];

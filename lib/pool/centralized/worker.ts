@@ -93,7 +93,10 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
     }
   }
 
-  /** Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then own ones from the oldest end. */
+  /**
+   * Moves up to `n` queued tasks to the outbox: dealt ones first (not started here), then own ones from the oldest
+   * end.
+   */
   protected giveBack(n: number): number {
     const dealt = this.out.takeFrom(this.dealt, n);
     const moved = dealt + this.out.takeFrom(this.own, n - dealt);
@@ -213,8 +216,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
             while (flight.full && !this.finished && !this.stopping) await flight.wait();
           }
           if (this.finished || this.stopping) return;
-          this.afterTask();
-          if (!exec.sliceOver()) continue;
+          if (!(this.afterTask() && this.rt.sendsHeld) && !exec.sliceOver()) continue;
         }
         // The slice is up. Long tasks: this rank answers nothing while one runs, so what it holds beyond the next
         // two waits a whole task for whoever needs it; it goes back to the coordinator to be dealt (issue 29).

@@ -73,7 +73,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   private gated = false;
   /** The balancer may hold this rank back between tasks now (DistributedHost `dealing`). */
   dealing = false;
-  /** The slice ended for held sends (`sendsHeld`) and no task has run since. */
+  /** The last slice ended for held sends (`heldSends`): the next one starts without asking again. */
   private heldYield = false;
 
   constructor(
@@ -468,7 +468,9 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
    */
   private runSync(): Stop {
     const { exec, balancer, movableQueue, pinnedQueue } = this;
-    if (this.sendsHeld()) return "slice";
+    // (What the loop sent before this slice, as what the balancer sends within it, leaves before a task starts.)
+    if (this.heldYield) this.heldYield = false;
+    else if (this.heldSends()) return "slice";
     // The balancer's band, read again only after it acts: nothing else changes it while tasks run back to back
     // (its messages and timers wait for the event loop). The receiver's `low` also grows while this rank is
     // below it, where its check comes anyway.
@@ -483,13 +485,12 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       if (this.over) return "over";
       // afterTask, with the band kept.
       this.inTask = false;
-      this.heldYield = false;
       const load = movableQueue.size + pinnedQueue.size;
       if (load < low || load > high) {
         balancer.check();
         low = balancer.low;
         high = balancer.high;
-        if (this.sendsHeld()) return "slice";
+        if (this.heldSends()) return "slice";
       }
       if (exec.sliceOver()) return "slice";
       if (this.dealing && this.standBy()) return "standBy";
@@ -500,10 +501,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   /**
    * What the balancer just sent waits behind a send in flight to the same rank (PoolRuntime `sendsHeld`): it
    * leaves only when the event loop turns, and the next task may be long (a GIVE to an idle rank waited out a
-   * 20 s task). True once, to end the slice; false again until a task has run since.
+   * 20 s task). True to end the slice; the event loop turns once, and the next slice starts without asking.
    */
-  private sendsHeld(): boolean {
-    if (this.heldYield || !this.rt.sendsHeld) return false;
+  private heldSends(): boolean {
+    if (!this.rt.sendsHeld) return false;
     this.heldYield = true;
     return true;
   }
