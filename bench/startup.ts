@@ -21,6 +21,8 @@ import { buildState } from "../bin/build-state.js";
 import { TS_LOADER } from "../launcher/loader.ts";
 import { BenchUsageError, fmt, formatTable, ROOT, scorecard, start, type Suite, WORKPOOL_BIN } from "./harness.ts";
 
+/** The installed command (package.json's bin). */
+const INSTALLED_BIN = new URL("../bin/workpool", import.meta.url).pathname;
 const HELLO = new URL("./programs/hello.mjs", import.meta.url).pathname;
 const IDLE = new URL("./programs/idle.mjs", import.meta.url).pathname;
 const TIMEOUT_MS = 120_000;
@@ -82,6 +84,8 @@ interface Phases {
 
 interface Command {
   readonly label: string;
+  /** What runs: node (default), or the installed command, bin/workpool. */
+  readonly exe?: string;
   readonly args: readonly string[];
   /** Where bin/workpool.js runs the launcher from. */
   readonly from?: "dist" | "source";
@@ -130,7 +134,8 @@ function childrenCpuMs(): number | undefined {
 async function runOnce(c: Command): Promise<{ wallMs: number; cpuMs: number | undefined; out: string }> {
   const t0 = performance.now();
   const cpu0 = childrenCpuMs();
-  const out = await start(c.label, process.execPath, c.args, { timeoutMs: TIMEOUT_MS, env: environment(c) }).exited;
+  const out = await start(c.label, c.exe ?? process.execPath, c.args, { timeoutMs: TIMEOUT_MS, env: environment(c) })
+    .exited;
   const cpu1 = childrenCpuMs();
   return {
     wallMs: performance.now() - t0,
@@ -186,17 +191,31 @@ export const suite: Suite = {
     const o = parseOptions(args);
     await ensureBuild();
     const score = scorecard();
+    // The commands as a user runs them: the installed `workpool` (bin/workpool, which starts the launcher's node
+    // without NODE_EXTRA_CA_CERTS and hands it back to the ranks); `node bin/workpool.js` for one row beside it.
     const launch = (np: number, from: "dist" | "source", app = HELLO): Command => ({
       label: `workpool launch -n ${np} (${from === "dist" ? "dist" : "sources"})`,
-      args: [WORKPOOL_BIN, "launch", "-n", String(np), "--quiet", "--no-prefix", app],
+      exe: INSTALLED_BIN,
+      args: ["launch", "-n", String(np), "--quiet", "--no-prefix", app],
       from,
     });
     const node: Command = { label: "node -e '' (node itself)", args: ["-e", ""] };
     const bare: Command = { label: "node hello.mjs (bare node)", args: [HELLO] };
     const tsx: Command = { label: "node --import tsx/esm hello.mjs", args: ["--import", TS_LOADER, HELLO] };
-    const helpDist: Command = { label: "workpool --help (dist)", args: [WORKPOOL_BIN, "--help"], from: "dist" };
-    const helpSource: Command = { label: "workpool --help (sources)", args: [WORKPOOL_BIN, "--help"], from: "source" };
+    const help = (from: "dist" | "source"): Command => ({
+      label: `workpool --help (${from === "dist" ? "dist" : "sources"})`,
+      exe: INSTALLED_BIN,
+      args: ["--help"],
+      from,
+    });
+    const helpDist = help("dist");
+    const helpSource = help("source");
     const one = launch(1, "dist");
+    const oneJs: Command = {
+      label: "node bin/workpool.js launch -n 1 (dist)",
+      args: [WORKPOOL_BIN, ...one.args],
+      from: "dist",
+    };
     const many = launch(o.np, "dist");
     const oneSource = launch(1, "source");
     const manySource = launch(o.np, "source");
@@ -205,7 +224,8 @@ export const suite: Suite = {
     // of issue 28, where it is set to the system's bundle of certificates). Bare node
     // pays it once, -n 1 twice, -n 64 65 times; so where it is set, node and both sides of the -n 1 ratio are
     // also timed without it, for the reader to tell this machine's setting from workpool's own cost. The
-    // launcher passes the variable on to ranks: an app may need those certificates.
+    // installed command starts the launcher without it (the launcher opens no TLS connection) and hands it back
+    // to the ranks: an app may need those certificates.
     const withoutCa = (c: Command): Command => ({ ...c, label: `${c.label}, no ${EXTRA_CA}`, without: [EXTRA_CA] });
     const ca = process.env[EXTRA_CA] ? [withoutCa(node), withoutCa(bare), withoutCa(one)] : [];
     const commands = [
@@ -215,6 +235,7 @@ export const suite: Suite = {
       helpDist,
       helpSource,
       one,
+      oneJs,
       many,
       oneSource,
       ...(o.sources ? [manySource] : []),
@@ -283,7 +304,8 @@ export const suite: Suite = {
       `loaded: from the rank's start to the app's first line (node, the preload, workpool, zeromq); connect: ` +
         `the rendezvous round trip.\nnode itself ${fmt(wall(node))} ms; tsx adds ${fmt(wall(tsx) - base)} ms ` +
         `to a process; the launcher's own start: ${fmt(wall(helpDist))} ms from dist/, ` +
-        `${fmt(wall(helpSource))} ms from the sources.\n\n`,
+        `${fmt(wall(helpSource))} ms from the sources; \`node bin/workpool.js\` rather than the installed command ` +
+        `adds ${fmt(wall(oneJs) - wall(one))} ms to -n 1.\n\n`,
     );
 
     // Memory of idle ranks: each reports its RSS plus that of any process it started (Linux).

@@ -11,6 +11,14 @@ import { buildState } from "./build-state.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
+// bin/workpool (the installed command) started this process without NODE_EXTRA_CA_CERTS, which node parses at
+// every start and the launcher never uses; everything the launcher starts gets it back as the user set it.
+const HELD_CA = "WORKPOOL_HELD_NODE_EXTRA_CA_CERTS";
+if (process.env[HELD_CA] !== undefined) {
+  process.env.NODE_EXTRA_CA_CERTS = process.env[HELD_CA];
+  delete process.env[HELD_CA];
+}
+
 const from = process.env.WORKPOOL_FROM;
 if (from !== undefined && from !== "" && from !== "dist" && from !== "source") {
   process.stderr.write(`workpool: WORKPOOL_FROM must be dist or source; got ${JSON.stringify(from)}\n`);

@@ -1,4 +1,14 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { execFile } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test from "ava";
@@ -177,6 +187,42 @@ test("launch -n 1 gives its rank no rendezvous and no key; -n 2 gives every rank
     "job-env rendezvous=1 key=1 insecure=0 rank=0 size=2",
     "job-env rendezvous=1 key=1 insecure=0 rank=1 size=2",
   ]);
+});
+
+// The installed command (bin/workpool, a link to it as npm makes one) starts the launcher without
+// NODE_EXTRA_CA_CERTS, which node would parse at the launcher's start for nothing; every rank gets the variable
+// back exactly: a path, empty, or unset.
+test("the installed command starts the launcher without NODE_EXTRA_CA_CERTS and gives every rank it back as set", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "wp-bin-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const link = join(dir, "workpool");
+  symlinkSync(join(ROOT, "bin", "workpool"), link);
+  const run = (ca: string | undefined) =>
+    new Promise<string[]>((resolve, reject) => {
+      const env: NodeJS.ProcessEnv = {};
+      for (const [k, v] of Object.entries(process.env))
+        if (!k.startsWith("WORKPOOL_") && k !== "NODE_EXTRA_CA_CERTS") env[k] = v;
+      if (ca !== undefined) env.NODE_EXTRA_CA_CERTS = ca;
+      execFile(
+        link,
+        ["launch", "-n", "2", "--no-prefix", "test/fixtures/ca-env.mjs"],
+        { cwd: ROOT, env },
+        (e, out, err) => (e ? reject(new Error(`${e.message}\n${err}`)) : resolve(linesOf(out).sort())),
+      );
+    });
+  const bundle = join(dir, "extra certs.pem");
+  writeFileSync(bundle, "");
+  for (const [ca, shown] of [
+    [bundle, JSON.stringify(bundle)],
+    ["", '""'],
+    [undefined, "null"],
+  ] as const) {
+    t.deepEqual(
+      await run(ca),
+      [0, 1].map((rank) => `ca-env rank=${rank} ca=${shown} held=0 launcher=0`),
+      `NODE_EXTRA_CA_CERTS ${shown}`,
+    );
+  }
 });
 
 test("a --node-arg node refuses fails the job with node's own words and its status, blaming that option", async (t) => {
