@@ -53,6 +53,21 @@ function checkValues<T>(
   }
 }
 
+/**
+ * The ranks that rank `rank` of `size` sends to in nearly every job, which the transport connects to as the job
+ * starts (Transport `connectAhead`): rank 0, and on rank 0 every other rank (the root of gather, reduce and
+ * allreduce; where the work of a pool usually starts, and where the end of a run is announced from), and the
+ * barrier's partners, `rank + 2^k`.
+ */
+export function firstPeers(rank: number, size: number): Set<number> {
+  const peers = new Set<number>();
+  if (rank === 0) for (let r = 1; r < size; r++) peers.add(r);
+  else peers.add(0);
+  for (let step = 1; step < size; step *= 2) peers.add((rank + step) % size);
+  peers.delete(rank);
+  return peers;
+}
+
 export async function barrier(ch: CollectiveChannel, opts: CollectiveOptions = {}): Promise<void> {
   const tag = ch.nextSequence();
   const { rank, size } = ch;

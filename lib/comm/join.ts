@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
+import { firstPeers } from "./collectives.ts";
 import { ENV, type JobEnv, readJobEnv } from "./env.ts";
 import { meetForeignJob } from "./foreign.ts";
 import { detectForeignLaunch } from "./foreign-launch.ts";
@@ -60,6 +61,7 @@ export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W):
         : "",
     );
     transport.setPeers(endpoints);
+    transport.connectAhead(firstPeers(env.rank, env.size));
   } catch (e) {
     // Its bound inbox would keep the process alive, though an app that catches this has no world to use; so
     // would the rendezvous that rank 0 serves under mpirun or srun.

@@ -5,6 +5,7 @@ import test from "ava";
 import * as zmq from "zeromq";
 import { decodeFrame, decodeSplit, encodeMessage } from "../../lib/comm/codec.ts";
 import { makeJobKey, serverOptions } from "../../lib/comm/job-key.ts";
+import { firstPeers } from "../../lib/comm/collectives.ts";
 import { Transport } from "../../lib/comm/transport.ts";
 
 // Under CURVE a body larger than 1 MiB travels in pieces, one ZeroMQ message each (lib/comm/transport.ts), so that
@@ -153,4 +154,49 @@ test("a piece that belongs to no message begun fails the receive loop, saying so
   await push.send([Buffer.from([3, 0, 0, 0]), Buffer.alloc(100)]);
   t.is((await receiver.failed).message, "corrupt message: a piece of 100 bytes from rank 3 fits no message begun");
   await receiver.transport.close();
+});
+
+// Connections that nearly every job uses are opened as it starts (lib/comm/collectives.ts `firstPeers`), so their
+// CURVE handshakes are not on the path of the first messages: the peer's inbox sees a finished handshake before
+// anything has been sent to it.
+test("connectAhead completes the CURVE handshake with a peer before any message is sent to it", async (t) => {
+  const dir = folder();
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const key = makeJobKey();
+  const inbox = new zmq.Pull({ linger: 0, ...serverOptions(key) });
+  t.teardown(() => inbox.close());
+  await inbox.bind(`ipc://${dir}/r1`);
+  const handshake = (async () => {
+    for await (const event of inbox.events) if (event.type === "handshake") return event.type;
+    return "closed";
+  })();
+  const sender = await endpoint(dir, 0, key);
+  t.teardown(() => sender.transport.close());
+  sender.transport.setPeers([`ipc://${dir}/r0`, `ipc://${dir}/r1`]);
+  sender.transport.connectAhead([1]);
+  t.is(await handshake, "handshake");
+  t.false(sender.transport.held, "nothing was sent");
+});
+
+test("firstPeers: rank 0 reaches every rank, each other rank rank 0 and its barrier partners, none itself", (t) => {
+  t.deepEqual([...firstPeers(0, 1)], []);
+  t.deepEqual([...firstPeers(1, 2)].sort(), [0]);
+  t.deepEqual([...firstPeers(0, 5)].sort(), [1, 2, 3, 4]);
+  // Rank 5 of 16: rank 0, and 5 + 1, 2, 4, 8.
+  t.deepEqual(
+    [...firstPeers(5, 16)].sort((a, b) => a - b),
+    [0, 6, 7, 9, 13],
+  );
+  // Wrapping round: rank 15 of 16 sends to 0, 1, 3 and 7; rank 0 is counted once.
+  t.deepEqual(
+    [...firstPeers(15, 16)].sort((a, b) => a - b),
+    [0, 1, 3, 7],
+  );
+  for (const size of [2, 3, 17, 64, 1000]) {
+    for (let rank = 0; rank < size; rank++) {
+      const peers = firstPeers(rank, size);
+      t.false(peers.has(rank));
+      if (rank > 0) t.true(peers.size <= 1 + Math.ceil(Math.log2(size)), `rank ${rank} of ${size}`);
+    }
+  }
 });
