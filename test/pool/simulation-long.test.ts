@@ -52,6 +52,7 @@ test("long tasks, simulated schedules: every workload correct under receiver-ini
   t.true((totals.standBys ?? 0) > 0, "no rank ever stood by to deal its tasks");
   t.true((totals.asksHeld ?? 0) > 0, "no ask was ever held");
   t.true((totals.givesSent ?? 0) > 0, "no task was ever given unasked");
+  t.true((totals.secondAsks ?? 0) > 0, "no rank ever asked a second partner while its first request was out");
 });
 
 test("long tasks, simulated schedules with deaths: every result exact", async (t) => {

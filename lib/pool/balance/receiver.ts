@@ -110,8 +110,9 @@ export const receiver: InitiationStrategy = {
  * idle ranks at message speed, without polling. With the `ring` policy an idle predecessor learns at once when
  * its successor has work.
  *
- * One request is outstanding at a time and every request gets exactly one answer, so an answer always
- * belongs to the current request, whatever order messages arrive in. The back-off never holds up termination
+ * One request is outstanding at a time (two at most, to different ranks, while tasks may be long: `askAgain`)
+ * and every request gets exactly one answer, from the rank asked, so an answer always belongs to the request
+ * out at its sender, whatever order messages arrive in. The back-off never holds up termination
  * detection: a rank waiting to ask again is passive and passes tokens and acknowledgements at once.
  *
  * Opening a run (`open`): a rank that starts a run holding two or more movable tasks, at most
@@ -148,7 +149,13 @@ interface HeldAsk {
 
 export class ReceiverInitiated implements Balancer {
   private readonly baseLow: number;
-  private asking = false;
+  /**
+   * The ranks this one has a request out at, oldest first: one, or two when the first went unanswered through a
+   * task of this rank's (`askAgain`). Each answer (TRANSFER or REFUSE) comes from the rank asked.
+   */
+  private readonly out: number[] = [];
+  /** Tasks this rank had run when its oldest request out left. */
+  private ranWhenAsked = 0;
   private refusals = 0;
   private stopped = false;
   private preferred = -1;
@@ -239,7 +246,7 @@ export class ReceiverInitiated implements Balancer {
     if (this.rootRun && this.host.rt.stats.tasksExecuted > 0) this.afterRoot();
     if (this.held.length > 0) this.answerHeld();
     if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
-    if (this.asking || this.backoff.waiting) return;
+    if (this.backoff.waiting || (this.asking && !this.askAgain())) return;
     const load = this.host.load;
     if (load >= this.low) return;
     // Tasks that may be long: ask only with nothing queued. A task fetched ahead waits here through the whole
@@ -255,13 +262,48 @@ export class ReceiverInitiated implements Balancer {
       dest = this.lastGiver;
     }
     if (dest < 0) dest = this.pickPartner();
-    if (dest < 0) return; // every partner refused: wait for a NOTIFY
+    // Every partner refused: wait for a NOTIFY. (Or the one partner left is the one already asked.)
+    if (dest < 0 || this.out.includes(dest)) return;
     this.request(dest, load);
+  }
+
+  private get asking(): boolean {
+    return this.out.length > 0;
+  }
+
+  /**
+   * The request out has gone unanswered through a whole task of this rank's, which is idle now, and tasks may be
+   * long: the rank asked is inside a long task of its own (a synchronous task reads no message), and this one
+   * would wait all of it. So it asks a second partner, the rank that last gave it work first (a dealer answers at
+   * once). The first request still gets its answer. (A rank entered the run, asked a random partner, then got a
+   * task dealt unasked; its task over, it sat 74 ms with its request waiting inside the partner's 129 ms task,
+   * while the dealer held 25 tasks.)
+   */
+  private askAgain(): boolean {
+    const host = this.host;
+    return (
+      this.out.length === 1 &&
+      host.load === 0 &&
+      !host.running &&
+      host.rt.stats.tasksExecuted > this.ranWhenAsked &&
+      this.partner.span > 1 &&
+      this.mayBeLong()
+    );
+  }
+
+  /** The answer to the request out at `source` has come. */
+  private answeredBy(source: number): void {
+    const i = this.out.indexOf(source);
+    if (i < 0) return;
+    this.out.splice(i, 1);
+    if (i === 0) this.ranWhenAsked = this.host.rt.stats.tasksExecuted;
   }
 
   /** Sends the one request out: this rank's load, its recent keys, and its demand when it speaks for a chain. */
   private request(dest: number, load: number): void {
-    this.asking = true;
+    if (this.out.length === 0) this.ranWhenAsked = this.host.rt.stats.tasksExecuted;
+    else this.host.rt.count("secondAsks");
+    this.out.push(dest);
     this.host.rt.count("requestsSent");
     const keys = this.host.recentKeys();
     const body: Record<string, unknown> = keys.length === 0 ? { l: load } : { l: load, k: keys };
@@ -406,7 +448,7 @@ export class ReceiverInitiated implements Balancer {
       rt.count("requestsReceived");
       this.asked(source, false, body);
     } else if (kind === "refuse") {
-      this.asking = false;
+      this.answeredBy(source);
       rt.count("refusalsReceived");
       if (body.c === 1) {
         // Not a refusal: the tasks given unasked that crossed the request have come (one channel keeps order).
@@ -451,7 +493,7 @@ export class ReceiverInitiated implements Balancer {
       this.refusedCount--;
     }
     this.preferred = source;
-    if (!this.asking) {
+    if (!this.asking || this.askAgain()) {
       this.refusals = 0;
       this.backoff.reset();
       this.check();
@@ -471,7 +513,7 @@ export class ReceiverInitiated implements Balancer {
       this.refusals = 0;
       this.backoff.reset();
     } else if (kind === "transfer") {
-      this.asking = false;
+      this.answeredBy(source);
       this.refusals = 0;
       this.backoff.reset();
       this.host.rt.count("transfersReceived");
