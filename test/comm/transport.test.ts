@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import test from "ava";
+import test, { type ExecutionContext } from "ava";
 import * as zmq from "zeromq";
 import { decodeFrame, decodeSplit, encodeMessage } from "../../lib/comm/codec.ts";
 import { makeJobKey, serverOptions } from "../../lib/comm/job-key.ts";
@@ -43,6 +43,14 @@ async function endpoint(dir: string, rank: number, key: ReturnType<typeof makeJo
   const until = (n: number) =>
     got.length >= n ? Promise.resolve() : new Promise<void>((resolve) => (waiting = { n, resolve }));
   return { transport, got, errors, until, failed };
+}
+
+/** A bare ZeroMQ inbox of rank 1 in `dir` (no Transport around it), closed after the test. */
+async function bareInbox(t: ExecutionContext, dir: string, key: ReturnType<typeof makeJobKey>): Promise<zmq.Pull> {
+  const inbox = new zmq.Pull({ linger: 0, ...serverOptions(key) });
+  t.teardown(() => inbox.close());
+  await inbox.bind(`ipc://${dir}/r1`);
+  return inbox;
 }
 
 function folder(): string {
@@ -93,9 +101,7 @@ test("under CURVE a body a little over 1 MiB goes whole (a 1 MiB typed array); o
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const key = makeJobKey();
   // A bare inbox, to see the ZeroMQ messages themselves.
-  const inbox = new zmq.Pull({ linger: 0, ...serverOptions(key) });
-  t.teardown(() => inbox.close());
-  await inbox.bind(`ipc://${dir}/r1`);
+  const inbox = await bareInbox(t, dir, key);
   const sender = await endpoint(dir, 0, key);
   sender.transport.setPeers([`ipc://${dir}/r0`, `ipc://${dir}/r1`]);
   const array = new Float64Array(2 ** 17).fill(1.5); // 1 MiB
@@ -163,9 +169,7 @@ test("connectAhead completes the CURVE handshake with a peer before any message 
   const dir = folder();
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const key = makeJobKey();
-  const inbox = new zmq.Pull({ linger: 0, ...serverOptions(key) });
-  t.teardown(() => inbox.close());
-  await inbox.bind(`ipc://${dir}/r1`);
+  const inbox = await bareInbox(t, dir, key);
   const handshake = (async () => {
     for await (const event of inbox.events) if (event.type === "handshake") return event.type;
     return "closed";
