@@ -329,6 +329,11 @@ export class Router {
    * can settle. The rank says so and exits 1, so the launcher names it and brings the job down.
    */
   private watchIdle(): void {
+    // process.stdout and process.stderr make their pipes when first used: made now, they are in the baseline, so an
+    // app that prints its first line later does not look busy for good. (Under tsx something had used both before
+    // this; a plain JavaScript app that printed and forgot close() on 2 ranks hung until --timeout.)
+    void process.stdout;
+    void process.stderr;
     const baseline = resourceCounts(true);
     let strikes = 0;
     const timer = setInterval(() => {

@@ -23,6 +23,15 @@ for (const n of [1, 3]) {
   });
 }
 
+test("a plain JavaScript app that prints after connect and ends without close() on 2 ranks fails too, instead of hanging", async (t) => {
+  const r = await run(["-n", "2", "--timeout", "60", fixture("no-close-js.mjs")], FAST);
+  t.is(r.code, 1, r.stderr);
+  t.regex(
+    linesOf(r.stderr).at(-1) ?? "",
+    /^workpool: rank \d failed \(exit code 1\): workpool: rank \d: the app has nothing left to do and never called world\.close\(\)/,
+  );
+});
+
 for (const which of ["timer", "recv", "pool", "zmq"]) {
   test(`waiting is not idle: ${which}`, async (t) => {
     const r = await run(["-n", "3", "--timeout", "60", APP, which], FAST);
