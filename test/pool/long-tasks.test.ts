@@ -76,3 +76,22 @@ for (const n of [2, 3]) {
     }
   });
 }
+
+// Async tasks that keep the CPU busy between awaits (an async handler written by habit), all on rank 0 of 2 under
+// the default concurrency of 16: rank 0 took all of them in flight in its first slice, before it read rank 1's
+// request, so none could move. Until its flight first fills, a rank puts one more task in flight per turn of the
+// event loop. Rank 0's tasks wait (working, awaiting now and then) until a task has run on rank 1.
+test("async tasks that keep the CPU busy are not all taken in flight before another rank can ask for them", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "wp-async-ramp-"));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await run(["-n", "2", "--timeout", "90", fixture("pool-async-ramp.ts"), dir]);
+  t.is(r.code, 0, r.stderr);
+  const lines = resultLines<{ result: number; ran: number }>(r.stdout);
+  t.is(lines.length, 2);
+  t.is(
+    lines.reduce((n, l) => n + l.ran, 0),
+    16,
+    "every task ran exactly once",
+  );
+  for (const l of lines) t.is(l.result, 16, `every task on rank 0 saw one run on rank 1:\n${r.stdout}`);
+});
