@@ -7,6 +7,7 @@
  */
 import type { ReduceFn } from "../comm/ops.ts";
 import { InvalidArgumentError } from "../errors.ts";
+import { firstValue } from "../pool/results.ts";
 import type { RunResult } from "../pool/types.ts";
 import type { ResolvedLoop } from "./options.ts";
 
@@ -29,7 +30,7 @@ export class Accumulator {
   add(v: unknown): void {
     if (v === undefined) return;
     if (!this.has) {
-      this.value = typeof v === "object" && v !== null ? structuredClone(v) : v;
+      this.value = firstValue(v);
       this.has = true;
       return;
     }

@@ -1,4 +1,6 @@
 import { type ReduceFn, type ReduceOp, resolveOp } from "../comm/ops.ts";
+import { findUnsendable, where } from "../comm/unsendable.ts";
+import { EncodeError } from "../errors.ts";
 
 /** A partial result on the wire: absent when no task returned a value, else a one-element array. */
 export type WireResult = [unknown] | undefined;
@@ -7,6 +9,30 @@ export type WireResult = [unknown] | undefined;
 export function withResult(body: Record<string, unknown>, r: WireResult): Record<string, unknown> {
   if (r !== undefined) body.r = r;
   return body;
+}
+
+/**
+ * The first value a handler returned, as the running total's own copy: an object is cloned, since a reducer may
+ * update the total in place. A value that cannot travel between ranks (a function, a symbol, or an object holding
+ * one), which the totals do, fails its task here, naming where it is (`value.f is a function`), not later in a
+ * message's envelope or as a DataCloneError.
+ */
+export function firstValue(v: unknown): unknown {
+  if (typeof v === "function" || typeof v === "symbol") throw unsendableValue(v);
+  if (typeof v !== "object" || v === null) return v;
+  try {
+    return structuredClone(v);
+  } catch {
+    throw unsendableValue(v);
+  }
+}
+
+function unsendableValue(v: unknown): EncodeError {
+  const found = findUnsendable(v);
+  const what = found ? `${where("value", found.path)} ${found.what}` : "the value cannot be copied";
+  return new EncodeError(
+    `the value it returned cannot travel between ranks: ${what}; return plain data (values are combined across ranks)`,
+  );
 }
 
 /**
@@ -45,7 +71,7 @@ export class Results {
     if (v === undefined) return;
     if (this.has) this.value = this.combine(this.value, v);
     else {
-      this.value = typeof v === "object" && v !== null ? structuredClone(v) : v;
+      this.value = firstValue(v);
       this.has = true;
     }
   }

@@ -1,7 +1,11 @@
 // What `put` catches at once, on any number of ranks: a task that cannot travel to another rank as it is, and
-// the same root task put by every rank before the first run (a common first mistake in SPMD code).
+// the same root task put by every rank before the first run (a common first mistake in SPMD code); and a value a
+// handler returns that cannot travel.
 import test from "ava";
 import { arrivesAsItIs, findUnsendable, where } from "../../lib/comm/unsendable.ts";
+import { EncodeError } from "../../lib/errors.ts";
+import { Accumulator } from "../../lib/loop/tally.ts";
+import { Results } from "../../lib/pool/results.ts";
 import { fixture, linesOf, run } from "../helpers/run.ts";
 
 const UNTRAVELLED = fixture("put-untravelled.ts");
@@ -90,3 +94,29 @@ for (const n of ["1", "2"]) {
     t.deepEqual(linesOf(r.stdout), ["[0] sync 2500 async 2500"]);
   });
 }
+
+// A handler's value travels too (partial results go from rank to rank): one that cannot fails its task where it
+// is returned, naming where in it the problem is, on any number of ranks; it was a DataCloneError ("() => 1 could
+// not be cloned") or an EncodeError naming a message's envelope.
+test("a value a handler returns that cannot travel fails its task, naming the spot in the value", (t) => {
+  const cases: [unknown, string][] = [
+    [() => 1, "value is a function"],
+    [Symbol("s"), "value is a symbol (Symbol(s))"],
+    [{ score: 3, meta: { cb: () => 1 } }, "value.meta.cb is a function"],
+    [[1, { s: Symbol("t") }], "value[1].s is a symbol (Symbol(t))"],
+  ];
+  for (const [value, what] of cases) {
+    for (const results of [Results.of("sum"), Results.of((a: unknown) => a)]) {
+      const e = t.throws(() => results.add(value), { instanceOf: EncodeError });
+      t.is(
+        e?.message,
+        `the value it returned cannot travel between ranks: ${what}; return plain data (values are combined across ranks)`,
+      );
+    }
+    t.throws(() => new Accumulator((a: unknown) => a, undefined).add(value), { instanceOf: EncodeError });
+  }
+  // Plain data, Maps, Dates and typed arrays are copied as they are.
+  const ok = Results.of((a: unknown) => a);
+  ok.add({ m: new Map([[1, new Date(0)]]), f: new Float64Array(2) });
+  t.deepEqual(ok.take(), [{ m: new Map([[1, new Date(0)]]), f: new Float64Array(2) }]);
+});
