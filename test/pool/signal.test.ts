@@ -81,7 +81,13 @@ for (const [how, n, pool] of sweep(CASES, ([how, n, pool]) => FAST.has(`${how} $
       );
       if (rank !== stopper) t.is(v.executed, 0, `rank ${rank}: a value returned after the run ended was counted`);
       // Tasks in flight when the run ended count as busy up to the end (2 ms: the end is seen here a little after).
-      t.true(v.busyMs >= v.inFlightMs - 2, `rank ${rank}: busy ${v.busyMs} ms with tasks in flight ${v.inFlightMs} ms`);
+      // Not on the stopper's rank: its first task ends early, and it may then hold none in flight for a while.
+      if (rank !== stopper) {
+        t.true(
+          v.busyMs >= v.inFlightMs - 2,
+          `rank ${rank}: busy ${v.busyMs} ms with tasks in flight ${v.inFlightMs} ms`,
+        );
+      }
       t.is(v.latePutThrew, 0);
       t.is(v.again, 10, `rank ${rank}: the next run's result`);
       if (rank === stopper) stopAt = v.stopAt;
