@@ -10,6 +10,8 @@
 export class Flight {
   size = 0;
   private waiter: (() => void) | undefined;
+  /** The flight has been full once (see `ramping`). */
+  private filled = false;
 
   constructor(
     /** Most tasks in flight; 1 awaits each task, as a rank without concurrency does. */
@@ -22,9 +24,20 @@ export class Flight {
     return this.size >= this.limit;
   }
 
+  /**
+   * The flight has room and has never been full: an engine then lets its event loop turn before it puts the next
+   * task in flight, so that requests that came meanwhile take queued tasks first. (16 async tasks of 180 ms of CPU
+   * each, awaiting now and then, put on rank 0 of 2: rank 0 took all 16 in flight in its first slice, before it
+   * read rank 1's request, and ran them in 2.5 s while rank 1 idled.)
+   */
+  get ramping(): boolean {
+    return !this.filled;
+  }
+
   /** Starts tracking an async task the executor started. */
   add(task: Promise<void>): void {
     this.size++;
+    if (this.size >= this.limit) this.filled = true;
     task.then(
       () => {
         this.size--;

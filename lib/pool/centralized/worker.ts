@@ -216,7 +216,8 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
             while (flight.full && !this.finished && !this.stopping) await flight.wait();
           }
           if (this.finished || this.stopping) return;
-          if (!(this.afterTask() && this.rt.sendsHeld) && !exec.sliceOver()) continue;
+          // (Until the flight first fills, the event loop turns before the next task goes in flight: Flight `ramping`.)
+          if (!(this.afterTask() && this.rt.sendsHeld) && !flight.ramping && !exec.sliceOver()) continue;
         }
         // The slice is up. Long tasks: this rank answers nothing while one runs, so what it holds beyond the next
         // two waits a whole task for whoever needs it; it goes back to the coordinator to be dealt (issue 29).

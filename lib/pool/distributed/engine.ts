@@ -75,8 +75,6 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   dealing = false;
   /** The last slice ended for held sends (`heldSends`): the next one starts without asking again. */
   private heldYield = false;
-  /** The flight of async tasks has been full once this run (see `loop`). */
-  private flightFilled = false;
 
   constructor(
     readonly rt: PoolRuntime,
@@ -529,23 +527,17 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
         if (stop === "async") {
           const pending = this.pending as Promise<void>;
           this.pending = undefined;
-          let ramping = false;
           if (flight.limit === 1) await pending;
           else {
             // In flight: the next task starts now, unless the flight is full.
             flight.add(pending);
             this.inTask = false;
-            if (flight.full) this.flightFilled = true;
-            else ramping = !this.flightFilled;
             while (flight.full && !this.over) await flight.wait();
           }
           if (this.over) return;
           this.afterTask();
-          // Until the flight first fills, one more task goes in flight per turn of the event loop: requests that
-          // came meanwhile take queued tasks first. (16 async tasks of 180 ms of CPU each, awaiting now and then,
-          // put on rank 0 of 2: rank 0 took all 16 in flight in its first slice, before it read rank 1's
-          // request, and ran them in 2.5 s while rank 1 idled.)
-          if (ramping || exec.sliceOver()) stop = "slice";
+          // Until the flight first fills, one more task goes in flight per turn of the event loop (Flight `ramping`).
+          if (flight.ramping || exec.sliceOver()) stop = "slice";
           else if (this.dealing && this.standBy()) stop = "standBy";
         }
         if (stop === "slice") {
