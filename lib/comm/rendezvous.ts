@@ -1,4 +1,4 @@
-import { loadZmq } from "./zmq.ts";
+import { loadZmq, uninterrupted, uninterruptedAsync } from "./zmq.ts";
 import { BootstrapError } from "../errors.ts";
 import { pack, unpack } from "./codec.ts";
 import { ENV } from "./env.ts";
@@ -81,7 +81,7 @@ export async function serveRendezvous(
   key: JobKey | undefined,
 ): Promise<RendezvousService> {
   const router = new zmq.Router({ linger: 2000, ...serverOptions(key) });
-  await router.bind(bindAddress);
+  await uninterruptedAsync(() => router.bind(bindAddress));
   const endpoint = router.lastEndpoint ?? bindAddress;
   const infos: (RankInfo | undefined)[] = new Array(size);
   const identities: Buffer[] = new Array(size);
@@ -162,7 +162,7 @@ export async function joinRendezvous(
   const who = `rank ${hello.rank}`;
   let connected = false;
   const handshake = new Promise<typeof CONNECTED>((resolve) => {
-    dealer.events.on("handshake", () => {
+    uninterrupted(() => dealer.events).on("handshake", () => {
       connected = true;
       resolve(CONNECTED);
     });
@@ -170,7 +170,7 @@ export async function joinRendezvous(
   try {
     let received: Promise<Reply>;
     try {
-      dealer.connect(address);
+      uninterrupted(() => dealer.connect(address));
       await dealer.send(pack({ t: "hello", ...hello }));
       received = dealer.receive().then(([body]) => unpack(body as Buffer) as Reply);
     } catch (cause) {

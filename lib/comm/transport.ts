@@ -1,5 +1,5 @@
 import type * as Zmq from "zeromq";
-import { loadZmq } from "./zmq.ts";
+import { loadZmq, uninterrupted, uninterruptedAsync } from "./zmq.ts";
 import { HEADER_BYTES } from "./codec.ts";
 import { clientOptions, type JobKey, serverOptions } from "./job-key.ts";
 import { ownSocket } from "./zmq-activity.ts";
@@ -127,7 +127,7 @@ export class Transport {
   ): Promise<Transport> {
     const inbox = new zmq.Pull({ receiveHighWaterMark: 0, linger: 0, ...serverOptions(key) });
     ownSocket(inbox);
-    await inbox.bind(address);
+    await uninterruptedAsync(() => inbox.bind(address));
     const t = new Transport(inbox, inbox.lastEndpoint ?? address, key);
     t.receiveLoop(onFrame, onError);
     return t;
@@ -219,7 +219,7 @@ export class Transport {
         ...this.clientOptions,
       });
       ownSocket(socket);
-      socket.connect(endpoint);
+      uninterrupted(() => socket.connect(endpoint));
       box = {
         socket,
         frames: [],

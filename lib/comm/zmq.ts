@@ -15,3 +15,38 @@ export function loadZmq(): typeof Zmq {
   loaded ??= createRequire(import.meta.url)("zeromq") as typeof Zmq;
   return loaded;
 }
+
+/** Attempts of an interrupted call before its EINTR stands (a signal every millisecond still lets one through). */
+const INTERRUPTED_TRIES = 100;
+
+function interrupted(e: unknown): boolean {
+  return (e as { code?: unknown } | null)?.code === "EINTR";
+}
+
+/**
+ * `call()`, made again while it fails with EINTR. A ZeroMQ call that reads its socket's command mailbox (connect,
+ * bind, a socket's `events`) fails with EINTR when a signal lands in that poll, and zeromq.js hands the error on.
+ * A rank gets signals it did not ask for: `--node-arg=--cpu-prof` sends SIGPROF every millisecond, and one of 64
+ * ranks profiled that way failed its join with "Interrupted system call". Such a call has done nothing yet when
+ * it fails that way, so making it again is safe.
+ */
+export function uninterrupted<T>(call: () => T): T {
+  for (let tries = 1; ; tries++) {
+    try {
+      return call();
+    } catch (e) {
+      if (!interrupted(e) || tries >= INTERRUPTED_TRIES) throw e;
+    }
+  }
+}
+
+/** `uninterrupted` for a call that returns a promise (zeromq.js's `bind`). */
+export async function uninterruptedAsync<T>(call: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await call();
+    } catch (e) {
+      if (!interrupted(e) || tries >= INTERRUPTED_TRIES) throw e;
+    }
+  }
+}

@@ -7,6 +7,7 @@ import { decodeFrame, decodeSplit, encodeMessage } from "../../lib/comm/codec.ts
 import { makeJobKey, serverOptions } from "../../lib/comm/job-key.ts";
 import { firstPeers } from "../../lib/comm/collectives.ts";
 import { Transport } from "../../lib/comm/transport.ts";
+import { uninterrupted, uninterruptedAsync } from "../../lib/comm/zmq.ts";
 
 // Under CURVE a body larger than 1 MiB travels in pieces, one ZeroMQ message each (lib/comm/transport.ts), so that
 // CURVE's copies are a piece's, not the whole message's; the receiver puts them back together.
@@ -203,4 +204,40 @@ test("firstPeers: rank 0 reaches every rank, each other rank rank 0 and its barr
       if (rank > 0) t.true(peers.size <= 1 + Math.ceil(Math.log2(size)), `rank ${rank} of ${size}`);
     }
   }
+});
+
+// A signal landing in a ZeroMQ call's poll (SIGPROF under --node-arg=--cpu-prof) fails it with EINTR: the join
+// makes such calls again, and lets every other error through at once.
+function interruptedTimes(n: number, result: string): { call: () => string; calls: () => number } {
+  let calls = 0;
+  return {
+    call: () => {
+      if (++calls <= n) throw Object.assign(new Error("Interrupted system call"), { code: "EINTR", errno: 4 });
+      return result;
+    },
+    calls: () => calls,
+  };
+}
+
+test("an interrupted ZeroMQ call is made again; another error is not", async (t) => {
+  const sync = interruptedTimes(3, "connected");
+  t.is(uninterrupted(sync.call), "connected");
+  t.is(sync.calls(), 4);
+  const async = interruptedTimes(2, "bound");
+  t.is(await uninterruptedAsync(async () => async.call()), "bound");
+  t.is(async.calls(), 3);
+  let other = 0;
+  t.throws(
+    () =>
+      uninterrupted(() => {
+        other++;
+        throw Object.assign(new Error("Address already in use"), { code: "EADDRINUSE" });
+      }),
+    { message: "Address already in use" },
+  );
+  t.is(other, 1);
+  // A signal storm does not loop for ever: the EINTR stands after a bounded number of attempts.
+  const storm = interruptedTimes(Number.POSITIVE_INFINITY, "never");
+  t.throws(() => uninterrupted(storm.call), { message: "Interrupted system call" });
+  t.true(storm.calls() > 1 && storm.calls() <= 1000);
 });
