@@ -69,6 +69,14 @@ export interface TimedParams {
    * that cost nothing: greedy list scheduling, what a tree's unfolding allows without knowing subtree sizes.
    */
   readonly ideal?: boolean;
+  /**
+   * A look inside, for diagnosis: every `everyMs` of virtual time, `fn` gets the time and each rank's load (tasks
+   * queued and running). It does not change the run.
+   */
+  readonly probe?: {
+    readonly everyMs: number;
+    readonly fn: (nowMs: number, loads: readonly number[], engines: readonly unknown[]) => void;
+  };
   /** Test seam: the n-th task message sent (from 1) is lost, so a test can see the checks catch it. */
   readonly loseTaskMessage?: number;
 }
@@ -141,6 +149,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
   const maxRatio = params.maxRatio ?? DEFAULT_MAX_RATIO;
   const limit = maxRatio * Math.max(params.workPerRankMs, work.bound()) + 1000;
   run.start(latency.startSkewMs ?? 0);
+  if (params.probe) run.sample(params.probe);
   while (run.overCount < size && clock.step(limit));
   // Let the engines' done promises settle.
   await new Promise((resolve) => setImmediate(resolve));
@@ -223,6 +232,20 @@ class TimedRun {
   ) {
     for (let rank = 0; rank < params.size; rank++) this.ranks.push(this.rank(rank, config));
     work.initial.length = 0;
+  }
+
+  /** Calls `probe.fn` every `probe.everyMs` of virtual time while the run lasts. */
+  sample(probe: NonNullable<TimedParams["probe"]>): void {
+    const tick = () => {
+      if (this.overCount === this.params.size) return;
+      probe.fn(
+        this.clock.now,
+        this.ranks.map((r) => r.driver.engine.load),
+        this.ranks.map((r) => r.driver.engine),
+      );
+      this.clock.at(this.clock.now + probe.everyMs, tick);
+    };
+    this.clock.at(probe.everyMs, tick);
   }
 
   /** Starts every rank, at seeded times spread over `skew` ms (or all now, in rank order). */
