@@ -26,7 +26,16 @@
  */
 import { loadavg } from "node:os";
 import { distributedSurvival, killsOption } from "./faults-distributed.ts";
-import { BenchUsageError, fmt, formatTable, runJsonLines, scorecard, type Suite, WORKPOOL_BIN } from "./harness.ts";
+import {
+  BenchUsageError,
+  fmt,
+  formatTable,
+  median,
+  runJsonLines,
+  scorecard,
+  type Suite,
+  WORKPOOL_BIN,
+} from "./harness.ts";
 
 const PROGRAM = new URL("./programs/faults-ranks.ts", import.meta.url).pathname;
 const RANKS = 9;
@@ -101,12 +110,6 @@ interface Figure {
   readonly wrong: string[];
 }
 const newFigure = (): Figure => ({ ratios: [], wrong: [] });
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 const seconds = (ms: number) => fmt(ms / 1000);
 

@@ -19,7 +19,17 @@ import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { buildState } from "../bin/build-state.js";
 import { TS_LOADER } from "../launcher/loader.ts";
-import { BenchUsageError, fmt, formatTable, ROOT, scorecard, start, type Suite, WORKPOOL_BIN } from "./harness.ts";
+import {
+  BenchUsageError,
+  fmt,
+  formatTable,
+  median,
+  ROOT,
+  scorecard,
+  start,
+  type Suite,
+  WORKPOOL_BIN,
+} from "./harness.ts";
 
 /** The installed command (package.json's bin). */
 const INSTALLED_BIN = new URL("../bin/workpool", import.meta.url).pathname;
@@ -99,12 +109,6 @@ interface Timing {
   readonly cpuMs: number[];
   readonly phases: Phases[];
 }
-
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 /** Our environment less any job variable and the command's `without`, with WORKPOOL_FROM set as it asks. */
 function environment(c: Command): NodeJS.ProcessEnv {
