@@ -68,9 +68,17 @@ export interface DistributedHost {
    * (every other one in a lifo queue: queue.ts `giveAlternate`). Keyed
    * tasks (PutOptions.key) leave in whole groups of one key: the keys in `prefer` first (the receiver's
    * `recentKeys`, when the strategy has them: a request can carry them), this rank's recently run keys last
-   * (queue.ts `give`). It moves at least one task when `n` >= 1 and `movable` >= 1.
+   * (queue.ts `give`). It moves at least one task when `n` >= 1 and `movable` >= 1. `extra` travels in the
+   * message's body beside the tasks (keys other than the engine's own `t`, `q`, `k`, `s` and `f`) and reaches
+   * the receiver's `received`.
    */
-  sendMovable(dest: number, kind: string, n: number, prefer?: readonly unknown[]): number;
+  sendMovable(
+    dest: number,
+    kind: string,
+    n: number,
+    prefer?: readonly unknown[],
+    extra?: Readonly<Record<string, unknown>>,
+  ): number;
   /**
    * The locality keys of the tasks this rank ran most recently (a few, most recent first; a copy, so it may
    * travel in a message), or an empty array when none of its tasks had a key.
@@ -119,9 +127,10 @@ export interface Balancer {
   onMessage(source: number, kind: string, body: Record<string, unknown>): void;
   /**
    * A task message of `kind` (one of this strategy's `taskMessages`, or the engine's `pinned`) from `source`
-   * brought `count` tasks; `loadBefore` was the queue just before they arrived.
+   * brought `count` tasks; `loadBefore` was the queue just before they arrived; `body` is the message (with what
+   * the sender's `extra` put in it).
    */
-  received(source: number, kind: string, count: number, loadBefore: number): void;
+  received(source: number, kind: string, count: number, loadBefore: number, body: Record<string, unknown>): void;
   /** The run is over: cancels timers; later calls do nothing. */
   stop(): void;
   /**

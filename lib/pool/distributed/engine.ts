@@ -140,11 +140,17 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     this.rt.send(dest, this.tagOf(kind), body);
   }
 
-  sendMovable(dest: number, kind: string, n: number, prefer?: readonly unknown[]): number {
+  sendMovable(
+    dest: number,
+    kind: string,
+    n: number,
+    prefer?: readonly unknown[],
+    extra?: Readonly<Record<string, unknown>>,
+  ): number {
     const batch = new TaskBatch<T>();
     const moved = batch.takeFrom(this.movableQueue, n, prefer);
     if (moved === 0) return 0;
-    this.sendTasks(dest, this.tagOf(kind), batch);
+    this.sendTasks(dest, this.tagOf(kind), batch, extra);
     this.rt.count("tasksMovedOut", moved);
     return moved;
   }
@@ -415,8 +421,9 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
   };
 
   /** Sends one task message and tells the detector (after the send: a task that cannot be encoded throws). */
-  private sendTasks(dest: number, tag: number, batch: TaskBatch<T>): void {
-    const body: Record<string, unknown> = { s: this.detector.stamp };
+  private sendTasks(dest: number, tag: number, batch: TaskBatch<T>, extra?: Readonly<Record<string, unknown>>): void {
+    const stamp = this.detector.stamp;
+    const body: Record<string, unknown> = extra === undefined ? { s: stamp } : { ...extra, s: stamp };
     const tasks = batch.drainInto(body);
     const trace = this.rt.trace;
     if (trace) body.f = trace.flowOut(`${this.protocol.kinds[tag]?.kind} ${tasks.length} to ${dest}`);
@@ -442,7 +449,7 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     if (body.f !== undefined) this.rt.trace?.flowIn(`${kind} ${tasks.length} from ${source}`, body.f as string);
     this.activate();
     this.detector.received(source, body.s as number);
-    this.balancer.received(source, kind, tasks.length, loadBefore);
+    this.balancer.received(source, kind, tasks.length, loadBefore, body);
   }
 
   /**
