@@ -1,16 +1,17 @@
-import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import {
+  type Balancer,
+  type DistributedHost,
+  FLOW_PART,
+  type InitiationStrategy,
+  MAX_BATCH,
+  type Partner,
+} from "../strategy.ts";
 import { dealsAt, fewPerRank } from "../dealing.ts";
 import { LONG_TASK_MS } from "../executor.ts";
 import { Backoff } from "./backoff.ts";
 
 /** Refusals in a row before an asker starts backing off (fewer if it has fewer partners). */
 const QUICK_TRIES = 2;
-/**
- * Most tasks in one message of a flow down a chain of idle ranks (one partner a rank: `flow`). A message costs
- * per task carried, at every rank it passes, so the flow's front moves one rank per message of this size: 256
- * tasks take about half a millisecond a rank in the timed simulation (50 us, 2 us a task).
- */
-const FLOW_PART = 256;
 /**
  * Fewest tasks above the level a rank passes on to an asker that is not waiting on it (below, they wait for its
  * ask): a tree's children, one or two at a time, would otherwise go round the ring as they are made.
