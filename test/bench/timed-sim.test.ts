@@ -111,6 +111,19 @@ test("timed simulation: sender-initiated with ring partners at 64 ranks ends on 
   }
 });
 
+// One source, pushing round the ring: with shares sized by chain counts that grow only as the work reaches the
+// ranks they count, 128 ranks took 6.8 to 8.2 times the bound (and 1,024 did not end within 20). Offers now say
+// the level of the flow; a rank keeps it and offers on the rest as soon as it is in, and one above it tells the
+// sender to wait for its READY rather than to back off (sender.ts `flowShare`).
+test("timed simulation: sender-initiated with ring partners, one source at 128 ranks, ends within 2x", async (t) => {
+  for (const combo of ["sender/ring/tree", "sender/ring/token-ring"]) {
+    const out = await simulateTimed({ size: 128, combo, workload: "one-source", workPerRankMs: 400, seed: 5 });
+    t.deepEqual(out.problems, [], `${combo}: ${out.problems.join("; ")}`);
+    t.true(out.ended && out.ratio <= 2, `${combo}: makespan / bound ${out.ratio.toFixed(3)}`);
+    t.true((out.counters.flowWaits ?? 0) > 0 && (out.counters.readySent ?? 0) > 0, "no offer waited for a READY");
+  }
+});
+
 // Two ranks are each other's only partner: counted as a chain, each took the other's surplus whatever it held,
 // and tasks went back and forth (one source: 0.85 moves a task, 0.51 with the mark).
 test("timed simulation: at 2 ranks sender-initiated takes no chain: its moves are those of the mark", async (t) => {

@@ -238,7 +238,8 @@ export class ReceiverInitiated implements Balancer {
   ) {
     // An idle rank always asks, even with lowWater 0.
     this.baseLow = Math.max(1, host.rt.config.lowWater);
-    this.oneWay = partner.span === 1;
+    // (Two ranks are each other's only partner whatever the policy, and make no chain.)
+    this.oneWay = partner.span === 1 && host.rt.size > 2;
     this.quickTries = Math.min(QUICK_TRIES, partner.span);
     this.isHungry = new Uint8Array(host.rt.size);
     this.refusedBy = new Uint8Array(host.rt.size);

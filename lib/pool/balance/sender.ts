@@ -1,4 +1,11 @@
-import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import {
+  type Balancer,
+  type DistributedHost,
+  FLOW_PART,
+  type InitiationStrategy,
+  MAX_BATCH,
+  type Partner,
+} from "../strategy.ts";
 import { Backoff } from "./backoff.ts";
 
 /** Busy answers in a row before an offerer starts backing off (fewer if it has fewer partners). */
@@ -12,21 +19,25 @@ const MAX_ACCEPT = 64 * MAX_BATCH;
 
 /**
  * Messages:
- * OFFER     sender -> partner    { l: the sender's movable tasks }   answered by exactly one ACCEPT or BUSY
+ * OFFER     sender -> partner    { l: the sender's movable tasks,   answered by exactly one ACCEPT or BUSY
+ *                                  v?: its flow's level, with one
+ *                                  partner a rank (`flowShare`) }
  * ACCEPT    partner -> sender    { n: tasks it takes, d?: the ranks    the partner counts them as its own until
  *                                  it takes them for, when more than   the PUSH (or RELEASE) arrives
  *                                  itself (see SenderInitiated) }
- * BUSY      partner -> sender    {}                                  it holds more than highWater (with what it
- *                                                                    accepted), or as much as the sender
+ * BUSY      partner -> sender    { w?: 1 }                           it holds more than highWater (with what it
+ *                                                                    accepted), or as much as the sender; with
+ *                                                                    w, more than the flow's level: READY follows
  * PART      sender -> partner    task message: MAX_BATCH of the n accepted, when more than that is pushed
  * PUSH      sender -> partner    task message: the rest of the n accepted (at most), after its PARTs
  * RELEASE   sender -> partner    {}                                  nothing left to push: the n are released
  * MORE      partner -> sender    { d }                               the chain it takes for has grown to d
+ * READY     partner -> sender    {}                                  down to the flow's level again: offer now
  */
 export const sender: InitiationStrategy = {
   summary: "a rank above highWater offers work to a partner; one at or below it takes half the gap",
   reads: ["partner"],
-  messages: ["offer", "accept", "busy", "release", "more"],
+  messages: ["offer", "accept", "busy", "release", "more", "ready"],
   taskMessages: ["push", "part"],
   create: (host, partner) => new SenderInitiated(host, partner),
 };
@@ -60,10 +71,21 @@ export const sender: InitiationStrategy = {
  * When its demand has doubled since it last said it, it tells the rank whose offer it last accepted (MORE), so
  * the count travels back along the chain at message speed, not one rank per wave of work. With many partners
  * (`random`: 1,023 at 1,024 ranks) the demand stays 1 and nothing changes.
+ *
+ * That still left one source at 1,024 simulated ranks unended after 20 times the bound: the counts grow only as
+ * the work reaches the ranks they count. So with one partner a rank, a source's work flows down the ring at a
+ * level (`flowShare`): each rank keeps about the source's tasks over the job's ranks and offers on the rest as soon
+ * as it is in; a rank above the level makes the offerer wait for its READY instead of backing off (backing off,
+ * the source sent its work out one part per 20 ms).
  */
 export class SenderInitiated implements Balancer {
-  readonly low = 0;
-  readonly high: number;
+  private readonly baseHigh: number;
+  /** One partner a rank (`ring`): work flows along the chain at a level (`flowShare`). */
+  private readonly oneWay: boolean;
+  /** The level of the flow whose offer this rank last accepted, until it accepts one holding nothing. */
+  private level = 0;
+  /** The rank told to wait (BUSY with `w`) until this one is down to its level again (READY), or -1. */
+  private waiter = -1;
   private offering = false;
   private busyAnswers = 0;
   private stopped = false;
@@ -86,18 +108,55 @@ export class SenderInitiated implements Balancer {
     private readonly host: DistributedHost,
     private readonly partner: Partner,
   ) {
-    this.high = host.rt.config.highWater;
+    this.baseHigh = host.rt.config.highWater;
+    // (Two ranks are each other's only partner whatever the policy, and make no chain.)
+    this.oneWay = partner.span === 1 && host.rt.size > 2;
     this.quickTries = Math.min(QUICK_TRIES, partner.span);
     this.backoff = new Backoff(host, () => this.check());
   }
 
+  /** A rank in a flow keeps the flow's level and offers the rest. */
+  get high(): number {
+    return this.level > this.baseHigh ? this.level : this.baseHigh;
+  }
+
+  /** With a rank waiting for READY, the engine calls `check` once this one is down to its level. */
+  get low(): number {
+    return this.waiter >= 0 ? this.level + 1 : 0;
+  }
+
   check(): void {
-    if (this.offering || this.stopped || this.backoff.waiting) return;
+    if (this.stopped) return;
+    if (this.waiter >= 0 && this.host.load + this.reservedTotal <= this.level) {
+      this.host.send(this.waiter, "ready", {});
+      this.host.rt.count("readySent");
+      this.waiter = -1;
+    }
+    if (this.offering || this.backoff.waiting) return;
     const movable = this.host.movable;
     if (movable <= this.high) return;
     this.offering = true;
     this.host.rt.count("offersSent");
-    this.host.send(this.partner.next(), "offer", { l: movable });
+    const body: Record<string, unknown> = { l: movable };
+    if (this.oneWay) body.v = Math.max(this.level, Math.floor(movable / this.host.rt.size));
+    this.host.send(this.partner.next(), "offer", body);
+  }
+
+  /**
+   * One partner a rank (`ring`), an offer that says a level `v` of 2 or more (a flow: one rank's work for many): a
+   * rank holding at most that accepts what the sender holds above it, up to FLOW_PART more than the level, keeps
+   * the level and offers on the rest as soon as it is in; a rank above the level tells the sender to wait
+   * (BUSY with `w`) and says READY once it is down to it. Returns the tasks to accept, 0 for BUSY, or -1 when the
+   * offer is no flow's (answered as any other).
+   */
+  private flowShare(l: number, v: unknown, mine: number): number {
+    if (!this.oneWay || typeof v !== "number" || !Number.isSafeInteger(v) || v < 2) return -1;
+    // (This rank's own level counts too: a source's level falls as it gives its work away.)
+    const level = mine === 0 ? v : Math.max(this.level, v);
+    if (mine > level) return 0;
+    const n = Math.min(l - v, level + FLOW_PART - mine);
+    if (n >= 1) this.level = level;
+    return Math.max(0, n);
   }
 
   onMessage(source: number, kind: string, body: Record<string, unknown>): void {
@@ -108,17 +167,24 @@ export class SenderInitiated implements Balancer {
       const mine = host.load + this.reservedTotal;
       const d = this.demand();
       const l = body.l as number;
+      const flow = this.flowShare(l, body.v, mine);
       // A chain's share evens the load per rank, the sender's against this rank's spread over the chain.
-      const n = Math.min(
-        d > 1 ? Math.floor((l * d - mine) / (d + 1)) : mine > this.high ? 0 : ((l - mine) / 2) | 0,
-        MAX_ACCEPT,
-      );
+      const n =
+        flow >= 0
+          ? flow
+          : Math.min(
+              d > 1 ? Math.floor((l * d - mine) / (d + 1)) : mine > this.baseHigh ? 0 : ((l - mine) / 2) | 0,
+              MAX_ACCEPT,
+            );
       if (n >= 1) {
         this.reserve(source, n);
         rt.count("offersAccepted");
         this.offerer = source;
         this.told = d;
         host.send(source, "accept", d > 1 ? { n, d } : { n });
+      } else if (flow === 0 && this.level >= 2) {
+        this.waiter = source;
+        host.send(source, "busy", { w: 1 });
       } else host.send(source, "busy", {});
     } else if (kind === "accept") {
       this.offering = false;
@@ -134,6 +200,11 @@ export class SenderInitiated implements Balancer {
       this.check();
     } else if (kind === "busy") {
       this.offering = false;
+      if (body.w === 1) {
+        // Inside a flow: the partner says READY once it has room; no back-off meanwhile.
+        rt.count("flowWaits");
+        return;
+      }
       this.ahead = 0;
       rt.count("busyReceived");
       if (++this.busyAnswers >= this.quickTries) {
@@ -142,6 +213,11 @@ export class SenderInitiated implements Balancer {
       } else this.check();
     } else if (kind === "release") this.unreserve(source);
     else if (kind === "more") this.setAhead(body.d);
+    else if (kind === "ready") {
+      this.busyAnswers = 0;
+      this.backoff.reset();
+      this.check();
+    }
   }
 
   /**
@@ -182,6 +258,8 @@ export class SenderInitiated implements Balancer {
     if (kind !== "push") return;
     this.host.rt.count("pushesReceived");
     this.unreserve(source);
+    // A flow goes on at once, not after this rank's task.
+    if (this.level >= 2) this.check();
   }
 
   stop(): void {
