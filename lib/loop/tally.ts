@@ -7,7 +7,7 @@
  */
 import type { ReduceFn } from "../comm/ops.ts";
 import { InvalidArgumentError } from "../errors.ts";
-import { firstValue } from "../pool/results.ts";
+import { firstValue, laterValue } from "../pool/results.ts";
 import type { RunResult } from "../pool/types.ts";
 import type { ResolvedLoop } from "./options.ts";
 
@@ -49,7 +49,7 @@ export class Accumulator {
         return;
       }
     }
-    this.value = this.combine(a, v);
+    this.value = laterValue(this.combine, a, v);
   }
 
   /** The total so far, for the pool (undefined when nothing was returned); starts over. */

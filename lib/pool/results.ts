@@ -27,6 +27,22 @@ export function firstValue(v: unknown): unknown {
   }
 }
 
+/**
+ * `combine(acc, v)` for a later value a handler returned, with the same check as `firstValue`: a function or a
+ * symbol is refused at once, and when the reducer refuses `v`, a `v` that could not travel is named as the
+ * cause (a handler that returned a function after others returned numbers was told that `reduce`'s op needs
+ * numbers: the user looked for the fault in the option).
+ */
+export function laterValue(combine: ReduceFn<unknown>, acc: unknown, v: unknown): unknown {
+  if (typeof v === "function" || typeof v === "symbol") throw unsendableValue(v);
+  try {
+    return combine(acc, v);
+  } catch (e) {
+    if (typeof v === "object" && v !== null && findUnsendable(v)) throw unsendableValue(v);
+    throw e;
+  }
+}
+
 function unsendableValue(v: unknown): EncodeError {
   const found = findUnsendable(v);
   const what = found ? `${where("value", found.path)} ${found.what}` : "the value cannot be copied";
@@ -69,7 +85,7 @@ export class Results {
   /** A handler returned `v` (undefined means no value). */
   add(v: unknown): void {
     if (v === undefined) return;
-    if (this.has) this.value = this.combine(this.value, v);
+    if (this.has) this.value = laterValue(this.combine, this.value, v);
     else {
       this.value = firstValue(v);
       this.has = true;

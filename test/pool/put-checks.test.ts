@@ -3,6 +3,7 @@
 // handler returns that cannot travel.
 import test from "ava";
 import { arrivesAsItIs, findUnsendable, where } from "../../lib/comm/unsendable.ts";
+import { type ReduceFn, resolveOp } from "../../lib/comm/ops.ts";
 import { EncodeError } from "../../lib/errors.ts";
 import { Accumulator } from "../../lib/loop/tally.ts";
 import { Results } from "../../lib/pool/results.ts";
@@ -115,6 +116,26 @@ test("a value a handler returns that cannot travel fails its task, naming the sp
     }
     t.throws(() => new Accumulator((a: unknown) => a, undefined).add(value), { instanceOf: EncodeError });
   }
+  // The same value returned after others: named as the value's fault, not as the reducer's (with `sum` it was
+  // "run: option `reduce`: op sum needs numbers ... got 0 and function", and a user looked for it in the option).
+  // (A reducer that keeps such a value without a complaint is not caught here, only a function or a symbol: a
+  // whole walk of every value would cost every task.)
+  for (const [value, what] of cases) {
+    const sums = [
+      [0, Results.of("sum")],
+      [0, new Accumulator(resolveOp("sum", "test") as ReduceFn<unknown>, "sum")],
+    ] as const;
+    const own = typeof value === "object" ? [] : ([[{ score: 1 }, Results.of((a: unknown) => a)]] as const);
+    for (const [first, results] of [...sums, ...own]) {
+      results.add(first);
+      const e = t.throws(() => results.add(value), { instanceOf: EncodeError });
+      t.true(e?.message.includes(`cannot travel between ranks: ${what};`), e?.message);
+    }
+  }
+  // A reducer's own refusal of plain data stays its own.
+  const sum = Results.of("sum");
+  sum.add(1);
+  t.throws(() => sum.add("x"), { message: /op sum needs numbers/ });
   // Plain data, Maps, Dates and typed arrays are copied as they are.
   const ok = Results.of((a: unknown) => a);
   ok.add({ m: new Map([[1, new Date(0)]]), f: new Float64Array(2) });
