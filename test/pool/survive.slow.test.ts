@@ -33,12 +33,14 @@ for (const seed of [3, 8]) {
   });
 }
 
+// Seed 1: worker 2 stops at its 38th task. (Seed 5 stopped worker 3 at its 210th, which it did not reach in about
+// one run in twelve, the others having run the tree first: no death, and the test failed, on old code and new.)
 test("a SIGSTOPped worker is found by the heartbeat, killed, and its tasks re-dealt; the result is exact", async (t) => {
-  const r = await survive(4, "stop", 5, ["--heartbeat", "2"]);
+  const r = await survive(4, "stop", 1, ["--heartbeat", "2"]);
   t.is(r.code, 0, r.stderr);
   t.is(r.result?.result, r.result?.expected, JSON.stringify(r.result));
   t.is(r.deaths.length, 1, r.stderr);
-  t.regex(r.deaths[0] as string, /^workpool: rank 3 died \(sent no heartbeat for 2 s\)/);
+  t.regex(r.deaths[0] as string, /^workpool: rank 2 died \(sent no heartbeat for 2 s\)/);
   t.deepEqual(await waitUntilGone(r.pids), []);
 });
 
