@@ -22,14 +22,6 @@ import type { PoolRuntime } from "./runtime.ts";
 /** Most tasks in one task message (TRANSFER, PUSH, ...), so one message stays a reasonable size. */
 export const MAX_BATCH = 4096;
 
-/**
- * Most tasks in one message of a flow along a chain of ranks with one partner each (`ring`: receiver.ts `flow`,
- * sender.ts). A message costs per task carried at every rank it passes, so the flow's front moves one rank per
- * message of this size: 256 tasks take about half a millisecond a rank in the timed simulation (50 us, 2 us a
- * task), 4,096 took 8 ms.
- */
-export const FLOW_PART = 256;
-
 /** Cancels a timer made by `DistributedHost.after`. */
 export type Cancel = () => void;
 

@@ -1,11 +1,5 @@
-import {
-  type Balancer,
-  type DistributedHost,
-  FLOW_PART,
-  type InitiationStrategy,
-  MAX_BATCH,
-  type Partner,
-} from "../strategy.ts";
+import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import { FLOW_PART, flows, startLevel } from "./flow.ts";
 import { dealsAt, fewPerRank } from "../dealing.ts";
 import { LONG_TASK_MS } from "../executor.ts";
 import { Backoff } from "./backoff.ts";
@@ -194,13 +188,12 @@ export class ReceiverInitiated implements Balancer {
   private cancelOpen: (() => void) | undefined;
   /**
    * Chains: what each rank's last request or WANT here said it speaks for (`demandOf`; 0 before it asked),
-   * their sum (`behind`), how many said more than 1 (`chains`), and the demand this rank last told.
+   * their sum (`behind`), which said more than 1 (`chainAskers`), and the demand this rank last told.
    */
   private readonly demand: Float64Array;
   /** The load each asker last said it had. */
   private readonly askerLoad: Float64Array;
   private behind = 0;
-  private chains = 0;
   /** The askers whose last request said more than 1 (`demand`): the chains waiting on this rank. */
   private readonly chainAskers: number[] = [];
   /** One partner a rank (`ring`): chains are fed by a flow (`flow`). */
@@ -238,8 +231,7 @@ export class ReceiverInitiated implements Balancer {
   ) {
     // An idle rank always asks, even with lowWater 0.
     this.baseLow = Math.max(1, host.rt.config.lowWater);
-    // (Two ranks are each other's only partner whatever the policy, and make no chain.)
-    this.oneWay = partner.span === 1 && host.rt.size > 2;
+    this.oneWay = flows(partner, host.rt.size);
     this.quickTries = Math.min(QUICK_TRIES, partner.span);
     this.isHungry = new Uint8Array(host.rt.size);
     this.refusedBy = new Uint8Array(host.rt.size);
@@ -256,7 +248,7 @@ export class ReceiverInitiated implements Balancer {
    */
   get low(): number {
     // (Read after every task: kept to a field or two. Long tasks lower it to 1 in `check`.)
-    if (this.chains === 0) return this.baseLow;
+    if (this.chainAskers.length === 0) return this.baseLow;
     // A rank in a flow keeps its level and passes on the rest: it asks below that too.
     if (this.oneWay) return Math.max(this.level + this.baseLow, this.baseLow * Math.max(1, this.myDemand()));
     return this.baseLow * Math.max(1, this.myDemand());
@@ -270,7 +262,7 @@ export class ReceiverInitiated implements Balancer {
   check(): void {
     if (this.stopped) return;
     if (this.host.load === 0) this.level = 0;
-    if (this.chains > 0 && this.oneWay) this.flow();
+    if (this.chainAskers.length > 0 && this.oneWay) this.flow();
     if (this.rootRun && this.host.rt.stats.tasksExecuted > 0) this.afterRoot();
     if (this.held.length > 0) this.answerHeld();
     if (this.hungry.length > 0 && this.host.movable >= 2) this.notify();
@@ -280,7 +272,7 @@ export class ReceiverInitiated implements Balancer {
     // Tasks that may be long: ask only with nothing queued. A task fetched ahead waits here through the whole
     // task this rank runs, while a rank that finishes first asks in vain; a steal's round trip is short beside
     // such a task.
-    if (load >= 1 && this.chains === 0 && this.mayBeLong()) return;
+    if (load >= 1 && this.chainAskers.length === 0 && this.mayBeLong()) return;
     let dest = this.preferred;
     this.preferred = -1;
     // (Not with partners fewer than the other ranks, `ring`, `neighbours`: the last giver's refusal would count
@@ -532,7 +524,7 @@ export class ReceiverInitiated implements Balancer {
     this.lastGiver = source;
     const v = body.v;
     if (typeof v === "number" && v >= 1 && Number.isSafeInteger(v)) this.level = Math.max(this.level, v);
-    if (this.chains > 0 && this.oneWay) this.flow();
+    if (this.chainAskers.length > 0 && this.oneWay) this.flow();
     if (kind === "give") {
       this.givenBy[source] = (this.givenBy[source] as number) + count;
       // As a NOTIFY would: the giver had work, so it may be asked again; the request out (if any) stays out.
@@ -627,11 +619,12 @@ export class ReceiverInitiated implements Balancer {
   }
 
   /** Sends `n` tasks unasked for (GIVE), if `n` > 0. */
-  private give(dest: number, n: number): void {
-    if (n <= 0) return;
-    const sent = this.host.sendMovable(dest, "give", n);
+  private give(dest: number, n: number, extra?: Readonly<Record<string, unknown>>): number {
+    if (n <= 0) return 0;
+    const sent = this.host.sendMovable(dest, "give", n, undefined, extra);
     this.givenTo[dest] = (this.givenTo[dest] as number) + sent;
     this.host.rt.count("givesSent");
+    return sent;
   }
 
   /**
@@ -673,16 +666,12 @@ export class ReceiverInitiated implements Balancer {
   }
 
   /**
-   * The level each rank of a chain that speaks for `demand` idle ranks is to hold, in a flow (one partner a rank;
-   * 0 otherwise, or when `demand` is 1 or less): the flow's own level here, or, where the flow starts, what this
-   * rank holds over the ranks of the job. Counts of a chain come up it late and short (each rank tells it again
-   * only once it has doubled, so each hop may halve it: 1,000 idle ranks were counted as 120 at the source), and a
-   * level from them would be too high: the first ranks of the chain would keep the work the others wait for. Too
-   * low, the surplus travels further down the chain, where the first rank whose asker speaks for none keeps it.
+   * The level each rank of a chain that speaks for `demand` idle ranks is to hold, in a flow (flow.ts; 0 without
+   * one, or when `demand` is 1 or less): the higher of the level that reached this rank and `startLevel`.
    */
   private levelFor(demand: number): number {
     if (!this.oneWay || demand <= 1) return 0;
-    return Math.max(1, this.level, Math.floor(this.host.movable / this.host.rt.size));
+    return Math.max(1, this.level, startLevel(this.host.movable, this.host.rt.size));
   }
 
   /**
@@ -695,8 +684,9 @@ export class ReceiverInitiated implements Balancer {
   private flow(): void {
     for (const dest of this.chainAskers) {
       const hungry = this.isHungry[dest] === 1;
-      if (!hungry && this.host.movable - this.levelFor(this.demand[dest] as number) < FLOW_MIN) continue;
-      if (this.flowTo(dest) > 0 && hungry) {
+      const level = this.levelFor(this.demand[dest] as number);
+      if (!hungry && this.host.movable - level < FLOW_MIN) continue;
+      if (this.flowTo(dest, level) > 0 && hungry) {
         this.isHungry[dest] = 0;
         this.hungry.splice(this.hungry.indexOf(dest), 1);
       }
@@ -704,17 +694,14 @@ export class ReceiverInitiated implements Balancer {
   }
 
   /** Sends `dest`, which asked for its chain, what this rank holds above the level, unasked; returns how many. */
-  private flowTo(dest: number): number {
+  private flowTo(dest: number, level = this.levelFor(this.demand[dest] as number)): number {
     const host = this.host;
     // (Not while this rank opens the run, stands by or deals: those split what it holds their own ways.)
-    if (this.cancelOpen !== undefined || this.cancelStandBy !== undefined || host.dealing) return 0;
-    const level = this.levelFor(this.demand[dest] as number);
-    if (level === 0) return 0;
+    if (level === 0 || this.cancelOpen !== undefined || this.cancelStandBy !== undefined || host.dealing) return 0;
     let given = 0;
     while (host.movable > level) {
-      const sent = host.sendMovable(dest, "give", Math.min(host.movable - level, FLOW_PART), undefined, { v: level });
+      const sent = this.give(dest, Math.min(host.movable - level, FLOW_PART), { v: level });
       if (sent === 0) break;
-      this.givenTo[dest] = (this.givenTo[dest] as number) + sent;
       host.rt.count("flowGives");
       given += sent;
     }
@@ -724,8 +711,6 @@ export class ReceiverInitiated implements Balancer {
   /** Records what an asker's last request or WANT said it speaks for here (`demandOf`). */
   private setDemand(source: number, d: number): void {
     const old = this.demand[source] as number;
-    if (old > 1) this.chains--;
-    if (d > 1) this.chains++;
     if (old > 1 && d <= 1) this.chainAskers.splice(this.chainAskers.indexOf(source), 1);
     if (old <= 1 && d > 1) this.chainAskers.push(source);
     this.behind += d - old;
@@ -793,7 +778,7 @@ export class ReceiverInitiated implements Balancer {
       this.giveToHungry(true);
       return;
     }
-    if (this.chains > 0 && !host.running) this.giveToChains();
+    if (this.chainAskers.length > 0 && !host.running) this.giveToChains();
     if (!host.running) {
       this.giveToHungry(false);
       return;

@@ -1,11 +1,5 @@
-import {
-  type Balancer,
-  type DistributedHost,
-  FLOW_PART,
-  type InitiationStrategy,
-  MAX_BATCH,
-  type Partner,
-} from "../strategy.ts";
+import { type Balancer, type DistributedHost, type InitiationStrategy, MAX_BATCH, type Partner } from "../strategy.ts";
+import { FLOW_PART, flows, startLevel } from "./flow.ts";
 import { Backoff } from "./backoff.ts";
 
 /** Busy answers in a row before an offerer starts backing off (fewer if it has fewer partners). */
@@ -109,8 +103,7 @@ export class SenderInitiated implements Balancer {
     private readonly partner: Partner,
   ) {
     this.baseHigh = host.rt.config.highWater;
-    // (Two ranks are each other's only partner whatever the policy, and make no chain.)
-    this.oneWay = partner.span === 1 && host.rt.size > 2;
+    this.oneWay = flows(partner, host.rt.size);
     this.quickTries = Math.min(QUICK_TRIES, partner.span);
     this.backoff = new Backoff(host, () => this.check());
   }
@@ -138,7 +131,7 @@ export class SenderInitiated implements Balancer {
     this.offering = true;
     this.host.rt.count("offersSent");
     const body: Record<string, unknown> = { l: movable };
-    if (this.oneWay) body.v = Math.max(this.level, Math.floor(movable / this.host.rt.size));
+    if (this.oneWay) body.v = Math.max(this.level, startLevel(movable, this.host.rt.size));
     this.host.send(this.partner.next(), "offer", body);
   }
 
