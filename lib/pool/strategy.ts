@@ -164,6 +164,8 @@ export interface Partner {
    * said no and the asker backs off.
    */
   readonly span: number;
+  /** The one rank whose `next` is always this rank, if the policy has one (`ring`: rank - 1). */
+  readonly previous?: number;
 }
 
 export interface PartnerStrategy {

@@ -5,6 +5,6 @@ export const ring: PartnerStrategy = {
   summary: "always the successor on the ring (rank + 1 mod size)",
   create(rank, size): Partner {
     const successor = (rank + 1) % size;
-    return { span: 1, next: () => successor };
+    return { span: 1, previous: (rank - 1 + size) % size, next: () => successor };
   },
 };
