@@ -67,8 +67,9 @@ export interface TimedParams {
    * Runs no pool: the reference of an ideal central scheduler instead, on the same work. One queue, newest
    * task first (the pools' default order), that every rank takes from the moment it is free, with messages
    * that cost nothing: greedy list scheduling, what a tree's unfolding allows without knowing subtree sizes.
+   * `"oldest"`: the same, oldest task first (breadth-first: a tree unfolds sooner).
    */
-  readonly ideal?: boolean;
+  readonly ideal?: boolean | "oldest";
   /**
    * A look inside, for diagnosis: every `everyMs` of virtual time, `fn` gets the time and each rank's load (tasks
    * queued and running). It does not change the run.
@@ -137,7 +138,7 @@ export async function simulateTimed(params: TimedParams): Promise<TimedOutcome> 
   const clock = new VirtualClock();
   const work = new TimedWork(size, params.workload, params.workPerRankMs, seed, params.workSeed);
   if (params.ideal) {
-    runIdeal(work, size, clock);
+    runIdeal(work, size, clock, params.ideal === "oldest");
     const problems = work.ran === work.created ? [] : [`${work.ran} task runs, expected ${work.created}`];
     const at = work.lastTaskMs;
     return outcomeOf(params, work, clock, wall0, problems, { ended: true, rootDoneMs: at, allDoneMs: at });

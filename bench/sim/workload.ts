@@ -127,14 +127,16 @@ export class TimedWork {
 
 /**
  * The ideal central scheduler (TimedParams `ideal`) on `work`: one queue, newest task first (the pools' default
- * order), that every one of `size` ranks takes from the moment it is free, with messages that cost nothing.
+ * order; with `oldestFirst`, oldest first), that every one of `size` ranks takes from the moment it is free, with
+ * messages that cost nothing.
  */
-export function runIdeal(work: TimedWork, size: number, clock: VirtualClock): void {
+export function runIdeal(work: TimedWork, size: number, clock: VirtualClock, oldestFirst = false): void {
   const queue: SimTask[] = work.initial.flat();
+  let head = 0;
   let free = size;
   const fill = () => {
-    for (; free > 0 && queue.length > 0; free--) {
-      const task = queue.pop() as SimTask;
+    for (; free > 0 && queue.length > head; free--) {
+      const task = (oldestFirst ? queue[head++] : queue.pop()) as SimTask;
       clock.at(clock.now + task.ms, () => {
         const children = work.run(task);
         work.lastTaskMs = clock.now;
