@@ -1,12 +1,13 @@
 /**
  * The rank program of `npm run bench -- longtasks`: coarse, uneven synchronous tasks all put on rank 0 (issue 29).
  *
- *   longtasks-ranks.ts KIND TASKS MIN_MS MAX_MS SEED
+ *   longtasks-ranks.ts KIND TASKS MIN_MS MAX_MS SEED [hint]
  *
  * KIND `spin`: each task busy-loops on the clock for its time (real synchronous work: the rank answers no message
  * meanwhile); KIND `wait`: each task blocks its thread for its time with Atomics.wait (synchronous too, but burns
  * no core, so many ranks can be emulated on few cores). Task times are drawn uniformly in MIN_MS..MAX_MS from a
- * seeded generator. Each task's time is also measured where it ran (a busy rank is descheduled at times on a
+ * seeded generator; with `hint`, each is put with its drawn time as its priority (an app that knows its tasks'
+ * sizes, as a cost model would tell it). Each task's time is also measured where it ran (a busy rank is descheduled at times on a
  * loaded machine, so a task can take longer than drawn), and the lower bound is taken from the measured times:
  * max(sum / ranks that run tasks, longest); the drawn sum is printed too.
  *
@@ -16,7 +17,10 @@
  */
 import { connect } from "workpool";
 
-const [kind = "spin", tasksArg = "40", minArg = "20", maxArg = "300", seedArg = "11"] = process.argv.slice(2);
+const [kind = "spin", tasksArg = "40", minArg = "20", maxArg = "300", seedArg = "11", hintArg = ""] =
+  process.argv.slice(2);
+/** `hint`: each task is put with its expected time as its priority, so the longest run first anywhere. */
+const hint = hintArg === "hint";
 const tasks = Number(tasksArg);
 const minMs = Number(minArg);
 const maxMs = Number(maxArg);
@@ -42,21 +46,23 @@ for (let i = 0; i < tasks; i++) {
 /**
  * What the best online scheduler reaches on these draws: a central one with free messages that hands each task,
  * newest first (the pool's default order), to the first worker to become free, as makespan / bound over the
- * drawn times. Only one that knows every task's time in advance (longest first) gets much nearer the bound.
+ * drawn times. Only one that knows every task's time in advance (longest first, `longestFirst`: the pool's order
+ * with `hint`) gets much nearer the bound.
  */
-function idealGreedy(drawn: readonly number[], workers: number): number {
+function idealGreedy(drawn: readonly number[], workers: number, longestFirst: boolean): number {
   const free = new Array<number>(workers).fill(0);
-  for (let i = drawn.length - 1; i >= 0; i--) {
+  const order = longestFirst ? [...drawn].sort((a, b) => b - a) : [...drawn].reverse();
+  for (const ms of order) {
     let k = 0;
     for (let w = 1; w < workers; w++) if ((free[w] as number) < (free[k] as number)) k = w;
-    free[k] = (free[k] as number) + (drawn[i] as number);
+    free[k] = (free[k] as number) + ms;
   }
   const bound = Math.max(drawn.reduce((a, b) => a + b, 0) / workers, Math.max(...drawn));
   return Math.max(...free) / bound;
 }
 
 const pool = world.pool<number>();
-if (world.rank === 0) for (const ms of times) pool.put(ms);
+if (world.rank === 0) for (const ms of times) pool.put(ms, hint ? { priority: ms } : undefined);
 await world.barrier();
 const t0 = performance.now();
 let measuredMs = 0;
@@ -82,7 +88,7 @@ if (world.rank === 0) {
   const longest = Math.max(...all.map((r) => r[2]));
   const bound = Math.max(sumMs / workers, longest);
   const counts = all.map((r) => r[0]);
-  const ideal = idealGreedy(times, workers);
+  const ideal = idealGreedy(times, workers, hint);
   const line = {
     mode: config.mode,
     ms,
