@@ -228,6 +228,22 @@ test("give hands positive priorities first, then the oldest priority 0, then neg
   }
 });
 
+test("positive priorities leave alternately from a lifo queue, in order from a fifo one", (t) => {
+  // Priorities as the tasks' expected times: a thief of half gets half the work, not the biggest half.
+  const of = (order: TaskOrder, n: number) => {
+    const q = new TaskQueue<number>(order);
+    for (let p = 1; p <= 10; p++) q.push(p, p);
+    const given = giveN(q, n).tasks;
+    const kept: number[] = [];
+    for (let x = q.pop(); x !== undefined; x = q.pop()) kept.push(x);
+    return { given, kept };
+  };
+  t.deepEqual(of("lifo", 5), { given: [10, 8, 6, 4, 2], kept: [9, 7, 5, 3, 1] });
+  t.deepEqual(of("lifo", 7), { given: [10, 9, 8, 7, 6, 4, 2], kept: [5, 3, 1] });
+  t.deepEqual(of("lifo", 1), { given: [10], kept: [9, 8, 7, 6, 5, 4, 3, 2, 1] });
+  t.deepEqual(of("fifo", 5), { given: [10, 9, 8, 7, 6], kept: [5, 4, 3, 2, 1] });
+});
+
 test("give stops at n, leaves the rest in order, appends to the arrays given, and takes nothing for n <= 0", (t) => {
   for (const order of ORDERS) {
     const q = new TaskQueue<number>(order);
@@ -377,8 +393,26 @@ class Model {
       prios.push(e.prio);
       this.take(e);
     };
+    // Positive priorities, best first: fifo, in order; lifo, the two sides alternate, at the top (at most half
+    // leave) or at the bottom (more than half leave: every other one of the lowest 2 x kept stays).
+    const positive: Entry[] = [];
+    for (
+      let e = this.best((x) => x.prio > 0 && !positive.includes(x));
+      e;
+      e = this.best((x) => x.prio > 0 && !positive.includes(x))
+    )
+      positive.push(e);
+    const pOut = Math.max(0, Math.min(Math.ceil(n), positive.length));
+    const pKept = positive.length - pOut;
+    const pFrom = pOut <= pKept ? 0 : pOut - pKept;
+    const pSpan = this.order === "lifo" ? 2 * Math.min(pOut, pKept) : 0;
+    const pLeaves = (i: number) => i < pFrom || i - pFrom >= pSpan || (i - pFrom) % 2 === 0;
     let k = 0;
-    for (let e = this.best((x) => x.prio > 0); k < n && e; e = this.best((x) => x.prio > 0), k++) out(e);
+    for (let i = 0; i < positive.length && k < pOut; i++)
+      if (pLeaves(i)) {
+        out(positive[i] as Entry);
+        k++;
+      }
     // Priority 0: fifo, the oldest in order; lifo, the smaller side alternates with the other, at the oldest end
     // (at most half leave) or at the newest end (more than half leave: every other one of the newest 2 x kept
     // stays, the newest first).
