@@ -9,7 +9,7 @@ import { join, resolve } from "node:path";
 import type { StatsRecord } from "../stats-table.ts";
 import { renderReport } from "./report-html.ts";
 import { agreementHeadline, checkAgreement, resultLine } from "./results.ts";
-import { formatCompare, metricsOf, tableRows } from "./rows.ts";
+import { formatCompare, metricsOf, tableRows, WIDE_SPREAD, wideSpreads } from "./rows.ts";
 import { type BaselineRun, baselineOf, failureLine, launchOnce, runBaselineOnce, secondsOf } from "./runs.ts";
 import type { CompareOptions, ConfigSummary } from "./types.ts";
 
@@ -126,6 +126,12 @@ function printout(opts: CompareOptions, configs: readonly Config[], baselineRuns
   }
   if (agreement.kind === "disagree") out.push(agreementHeadline(agreement));
   if (rows.length > 0) out.push(formatCompare(rows));
+  const wide = wideSpreads(rows, baseline);
+  if (wide.length > 0)
+    out.push(
+      `too spread to choose by (the largest run ${WIDE_SPREAD} times the smallest or more: a busy machine, or ` +
+        `runs that vary; rerun with a larger --repeat, on a quieter machine): ${wide.join("; ")}`,
+    );
   if (baselineFailed !== undefined) {
     out.push(`FAILED: baseline ${opts.baseline}: ${baselineFailed}`);
     status = 1;

@@ -130,3 +130,28 @@ export function formatCompare(rows: readonly Row[]): string {
   const body = rows.map((r) => [r.spec, ...metricCells(r, speedups), r.fastest ? "<- fastest" : ""]);
   return formatTable([head, ...body]);
 }
+
+/** A figure whose largest run is this many times its smallest is too spread to choose a configuration by. */
+export const WIDE_SPREAD = 1.5;
+
+/**
+ * The figures too spread to trust, one phrase each: a row's wall time or speedup, or the baseline's time, whose
+ * largest run over its smallest is WIDE_SPREAD or more (a busy machine, or an app whose runs vary).
+ */
+export function wideSpreads(rows: readonly Row[], baseline: Baseline | undefined): string[] {
+  const out: string[] = [];
+  const wide = (lo: number, hi: number) => lo > 0 && hi / lo >= WIDE_SPREAD;
+  const range = (lo: number, hi: number, unit: string) =>
+    `${lo.toFixed(2)}..${hi.toFixed(2)}${unit} (${(hi / lo).toFixed(1)}x)`;
+  if (baseline && baseline.runsS.length > 1) {
+    const lo = Math.min(...baseline.runsS);
+    const hi = Math.max(...baseline.runsS);
+    if (wide(lo, hi)) out.push(`the baseline ${range(lo, hi, " s")}`);
+  }
+  for (const r of rows) {
+    const s = r.spread.speedup;
+    if (wide(r.minS, r.maxS)) out.push(`${r.spec} -n ${r.np} wall ${range(r.minS, r.maxS, " s")}`);
+    else if (s && wide(s.min, s.max)) out.push(`${r.spec} -n ${r.np} speedup ${range(s.min, s.max, "")}`);
+  }
+  return out;
+}

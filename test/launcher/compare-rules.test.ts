@@ -9,7 +9,7 @@ import { checkAgreement, differingKeys, isVolatileKey, resultLine } from "../../
 import { metricCells, spreadCell } from "../../launcher/compare/cells.ts";
 import type { Baseline, ConfigSummary, Row, RunMetrics } from "../../launcher/compare/types.ts";
 import { parseCompareArgs } from "../../launcher/compare/options.ts";
-import { tableRows } from "../../launcher/compare/rows.ts";
+import { tableRows, wideSpreads } from "../../launcher/compare/rows.ts";
 import { reportedSeconds, runBaseline } from "../../launcher/compare/runs.ts";
 import { UsageError } from "../../launcher/usage-error.ts";
 import { DISTRIBUTED_COMBINATIONS } from "../../lib/internal.ts";
@@ -115,6 +115,25 @@ test("the fastest row at each rank count is marked, and none when the results di
   const disagree = { kind: "disagree", lines: [], differing: [], ignored: [] } as const;
   t.false(tableRows(configs, ["a", "b"], undefined, disagree).some((r) => r.fastest));
   t.true(tableRows(configs, ["a", "b"], undefined, disagree).every((r) => r.speedup === undefined));
+});
+
+// A stranger's compare under load read "speedup 2.81 (0.44..5.18)": the spread was printed, nothing said that a
+// figure that moves that much is not one to choose a configuration by.
+test("figures whose largest run is 1.5 times the smallest or more are named as too spread to choose by", (t) => {
+  const timed = (spec: string, np: number, ...ms: number[]) =>
+    config(spec, np, ...ms.map((wallMs) => ({ ...run('{"x":1}'), wallMs, busyMs: wallMs })));
+  const configs = [timed("steady", 2, 100, 110, 120), timed("jumpy", 2, 100, 200, 110)];
+  const steady: Baseline = { command: "seq", runsS: [0.2, 0.21, 0.22], seconds: 0.21, source: "wall" };
+  const rows = tableRows(configs, ["steady", "jumpy"], steady, checkAgreement(configs));
+  t.deepEqual(wideSpreads(rows, steady), ["jumpy -n 2 wall 0.10..0.20 s (2.0x)"]);
+  // A baseline that jumps makes the speedups jump, though the pool runs were steady.
+  const jumpy: Baseline = { command: "seq", runsS: [0.2, 0.4, 0.21], seconds: 0.21, source: "wall" };
+  const rows2 = tableRows([configs[0] as ConfigSummary], ["steady"], jumpy, checkAgreement(configs));
+  t.deepEqual(wideSpreads(rows2, jumpy), ["the baseline 0.20..0.40 s (2.0x)", "steady -n 2 speedup 1.75..3.64 (2.1x)"]);
+  t.deepEqual(
+    wideSpreads(tableRows([configs[0] as ConfigSummary], ["steady"], steady, checkAgreement(configs)), steady),
+    [],
+  );
 });
 
 test("every figure has its spread over the runs; speedups pair each run with the baseline run of its round", (t) => {
