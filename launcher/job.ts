@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, totalmem } from "node:os";
 import { join } from "node:path";
 import { ENV, formatJobKey, makeJobKey, tcpEndpoint, type TransportKind } from "../lib/internal-start.ts";
 import type { RankLauncher, RankLauncherFactory } from "./backend.ts";
@@ -11,7 +11,7 @@ import { jobEnd, reportStats } from "./exit-summary.ts";
 import { beatIntervalMs, DEFAULT_HEARTBEAT_SECONDS, startAllowanceMs } from "./heartbeat.ts";
 import { makeJobFolder } from "./job-folder.ts";
 import { Leavers } from "./leavers.ts";
-import { rankNodeOptions } from "./loader.ts";
+import { rankHeapOptions, rankNodeOptions } from "./loader.ts";
 import { ProgressLine } from "./progress.ts";
 import { type Rank, type RankOutput, startRank } from "./rank.ts";
 import { RecordDispatch } from "./record-dispatch.ts";
@@ -123,7 +123,9 @@ export async function runJob(opts: JobOptions): Promise<number> {
   const startMs = localStartMs(opts.np, setup.backend);
   const watchdog = new Watchdog({ ranks, survival, policy, where: setup.where, heartbeatMs, startMs });
   const env = jobEnvironment(opts, setup, parts, heartbeatMs);
-  const argv = [...(opts.nodeArgs ?? []), ...rankNodeOptions(opts.app), opts.app, ...opts.args];
+  const nodeArgs = opts.nodeArgs ?? [];
+  const heap = rankHeapOptions(nodeArgs, opts.np, totalmem(), process.env.NODE_OPTIONS);
+  const argv = [...nodeArgs, ...heap, ...rankNodeOptions(opts.app), opts.app, ...opts.args];
   policy.start();
   watchdog.start();
   const finished: Promise<void>[] = [];
