@@ -75,7 +75,8 @@ const HEAP_FLAGS = /--(initial|max)[-_](old[-_]space|heap)[-_]size/;
  * collections from that: reading and hashing files, each rank ran a full mark-compact about every 35 ms where a
  * plain loop ran one in all, and 2 ranks used 1.35 times the loop's CPU for its work (1.07 with the headroom:
  * `npm run bench -- node-tasks`). The flag reserves nothing; a rank's heap only grows further before its first
- * full collection.
+ * full collection. It costs each rank about 6 ms at start, as any V8 flag does here (node's cached code for its
+ * own modules no longer matches): `launch -n 1` of a hello took 126-133 ms where it took 118-119.
  */
 export function rankHeapOptions(
   nodeArgs: readonly string[],
