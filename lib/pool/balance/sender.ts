@@ -222,7 +222,7 @@ export class SenderInitiated implements Balancer {
       } else this.check();
     } else if (kind === "need") {
       const n = body.n;
-      if (typeof n === "number" && Number.isSafeInteger(n) && n > 0 && n <= rt.size) {
+      if (typeof n === "number" && Number.isSafeInteger(n) && n > 0 && n <= 2 * rt.size) {
         this.owed = Math.min(this.owed + n, rt.size);
         this.check();
       }
@@ -295,15 +295,14 @@ export class SenderInitiated implements Balancer {
   }
 
   received(source: number, kind: string, count: number): void {
-    if (source === this.previous) {
-      this.asked = Math.max(0, this.asked - count);
-      this.check();
+    if (kind === "push") {
+      this.host.rt.count("pushesReceived");
+      this.unreserve(source);
     }
-    if (kind !== "push") return;
-    this.host.rt.count("pushesReceived");
-    this.unreserve(source);
-    // A flow goes on at once, not after this rank's task.
-    if (this.level >= 2) this.check();
+    const fromPrevious = source === this.previous;
+    if (fromPrevious) this.asked = Math.max(0, this.asked - count);
+    // A flow goes on at once, not after this rank's task; so does what the chain ahead asked for.
+    if (fromPrevious || (kind === "push" && this.level >= 2)) this.check();
   }
 
   stop(): void {
