@@ -34,6 +34,7 @@ import {
   BenchUsageError,
   fmt,
   formatTable,
+  median,
   ROOT,
   runJsonLines,
   scorecard,
@@ -405,10 +406,6 @@ export const suite: Suite = {
     );
     process.stdout.write(`${formatTable(bmRows)}\n`);
     const { ranks, pairs, strips, loadMs, cache } = EMULATED_BM;
-    const median = (xs: readonly number[]) => {
-      const a = [...xs].sort((x, y) => x - y);
-      return a.length === 0 ? Number.NaN : ((a[(a.length - 1) >> 1] as number) + (a[a.length >> 1] as number)) / 2;
-    };
     const keyRows: string[][] = [
       ["locality keys", "ranks", "frames loaded, keys", "without", "ratio", "solve s, keys", "without", "ratio"],
     ];

@@ -80,13 +80,8 @@ export function formatTable(rows: readonly (readonly string[])[]): string {
   return [line(head), rule, ...body.map(line)].join("\n");
 }
 
-/** The median of `xs` (the mean of the middle two when their number is even); NaN when empty. */
-export function median(xs: readonly number[]): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-}
+/** The median of `xs` (the mean of the middle two when their number is even; NaN when empty): compare's. */
+export { median } from "../launcher/compare/rows.ts";
 
 /** Formats a number with about three significant digits and thousands separators. */
 export function fmt(n: number): string {

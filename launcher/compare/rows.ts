@@ -48,7 +48,8 @@ export function metricsOf(records: readonly StatsRecord[], np: number, result: R
   return { wallMs, tasks, moved, messages, busyMs, idleMs, rankWallMs, terminationMs, result, perRank };
 }
 
-export const median = (xs: readonly number[]) => {
+/** The median of `xs`: the mean of the middle two when their number is even; NaN when empty. */
+export const median = (xs: readonly number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
