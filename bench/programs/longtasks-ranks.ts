@@ -12,8 +12,9 @@
  * max(sum / ranks that run tasks, longest); the drawn sum is printed too.
  *
  * Prints one JSON line on rank 0: `{"mode","ms","drawnMs","sumMs","longestMs","bound","ranks","tasks","ideal",
- * "perRank"}`; `ranks` is the number of ranks that ran tasks (the bound's divisor); `ideal`, what a central greedy
- * scheduler with free messages reaches on the drawn times (idealGreedy).
+ * "idealMedian", "perRank"}`; `ranks` is the number of ranks that ran tasks (the bound's divisor); `ideal`, what a
+ * central greedy scheduler with free messages reaches on the drawn times (idealGreedy); `idealMedian`, the same
+ * scheduler's median over orders of the tasks (idealAnyOrder).
  */
 import { connect } from "workpool";
 
@@ -50,15 +51,39 @@ for (let i = 0; i < tasks; i++) {
  * with `hint`) gets much nearer the bound.
  */
 function idealGreedy(drawn: readonly number[], workers: number, longestFirst: boolean): number {
+  return greedyRatio(longestFirst ? [...drawn].sort((a, b) => b - a) : [...drawn].reverse(), workers);
+}
+
+/** Makespan / bound of giving the tasks, in `order`, each to the first of `workers` to become free. */
+function greedyRatio(order: readonly number[], workers: number): number {
   const free = new Array<number>(workers).fill(0);
-  const order = longestFirst ? [...drawn].sort((a, b) => b - a) : [...drawn].reverse();
   for (const ms of order) {
     let k = 0;
     for (let w = 1; w < workers; w++) if ((free[w] as number) < (free[k] as number)) k = w;
     free[k] = (free[k] as number) + ms;
   }
-  const bound = Math.max(drawn.reduce((a, b) => a + b, 0) / workers, Math.max(...drawn));
+  const bound = Math.max(order.reduce((a, b) => a + b, 0) / workers, Math.max(...order));
   return Math.max(...free) / bound;
+}
+
+/**
+ * The same scheduler without the luck of one order: the median of `greedyRatio` over 1,001 seeded shuffles of
+ * the tasks. A scheduler that does not know the tasks' times meets them in an order that says nothing of their
+ * sizes, so this, not the newest-first figure of one draw, is what it can expect.
+ */
+function idealAnyOrder(drawn: readonly number[], workers: number): number {
+  let s = 29;
+  const next = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const ratios: number[] = [];
+  for (let k = 0; k < 1001; k++) {
+    const order = [...drawn];
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(next() * (i + 1));
+      [order[i], order[j]] = [order[j] as number, order[i] as number];
+    }
+    ratios.push(greedyRatio(order, workers));
+  }
+  return ratios.sort((a, b) => a - b)[500] as number;
 }
 
 const pool = world.pool<number>();
@@ -99,6 +124,7 @@ if (world.rank === 0) {
     ranks: workers,
     tasks: result,
     ideal,
+    idealMedian: hint ? ideal : idealAnyOrder(times, workers),
   };
   console.log(JSON.stringify({ ...line, perRank: counts }));
 }
