@@ -1,7 +1,8 @@
 // Open MPI's mpirun as a launcher of plain Node.js programs on this machine, for the tests of running under
 // existing launchers. The programs never call MPI_Init: mpirun only starts them and sets their environment.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants } from "node:fs";
+import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { launcherFreeEnv } from "./program.ts";
 
@@ -22,9 +23,23 @@ export const MPI_ENV: Readonly<Record<string, string>> = {
   PMIX_MCA_gds: "hash",
 };
 
-/** The environment to start `mpirunCommand(...)` with: launcher-free, plus MPI_ENV, plus `extra`. */
+/** Open MPI session folders made by `mpiEnv`, removed when this process exits. */
+const sessionFolders: string[] = [];
+process.once("exit", () => {
+  for (const dir of sessionFolders) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * The environment to start `mpirunCommand(...)` with: launcher-free, plus MPI_ENV, plus `extra`, and a session
+ * folder of its own for this mpirun (`orte_tmpdir_base`). Open MPI 4.1 otherwise makes /tmp/ompi.HOST.UID for
+ * every mpirun on the machine, and two mpiruns that start at once race to make it: the loser fails in orte_init
+ * with "A call to mkdir was unable to create the desired directory ... File exists" (seen once in CI, with the
+ * tests of a file running concurrently).
+ */
 export function mpiEnv(extra?: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return launcherFreeEnv({ ...MPI_ENV, ...extra });
+  const session = mkdtempSync(join(tmpdir(), "wp-ompi-session-"));
+  sessionFolders.push(session);
+  return launcherFreeEnv({ ...MPI_ENV, OMPI_MCA_orte_tmpdir_base: session, ...extra });
 }
 
 /**
