@@ -6,6 +6,7 @@
 
 export * from "./internal-start.ts";
 export { pack, unpack } from "./comm/codec.ts";
+export { clientOptions, type JobKey, parseJobKey, serverOptions } from "./comm/job-key.ts";
 export { serveRendezvous } from "./comm/rendezvous.ts";
 export { INITIATION_STRATEGIES } from "./pool/balance/registry.ts";
 export {

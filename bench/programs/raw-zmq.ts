@@ -3,10 +3,13 @@
  * Each process binds one PULL and connects one PUSH to its peer's PULL, the shape workpool's transport uses,
  * with zeromq.js's default socket options. Every message is one ZeroMQ frame and every send is awaited
  * (zeromq.js allows one send in flight per socket), which is how a plain zeromq.js program streams.
- * Commands and acks are JSON text; the measured messages are the bytes themselves.
+ * Commands and acks are JSON text; the measured messages are the bytes themselves. With RAW_ZMQ_KEY (a job key,
+ * 80 characters of Z85), both sockets use CURVE with it, as a workpool job's do by default (job-key.ts): the same
+ * encryption on both sides of the comparison.
  * Usage: node --import tsx bench/programs/raw-zmq.ts <rank 0|1> <own endpoint> <peer endpoint> [<control endpoint>]
  */
 import * as zmq from "zeromq";
+import { clientOptions, parseJobKey, serverOptions } from "../../lib/internal.ts";
 import { type Ack, type CommCommand, cpuSince, now, type PingResult, type StreamResult } from "./comm-plan.ts";
 import { serveControl } from "./control.ts";
 
@@ -18,9 +21,11 @@ if ((rank !== 0 && rank !== 1) || !own || !peer || (rank === 0 && !controlEndpoi
   throw new Error("usage: raw-zmq.ts <0|1> <own endpoint> <peer endpoint> [<control endpoint> on rank 0]");
 }
 
-const inbox = new zmq.Pull();
+const keyText = process.env.RAW_ZMQ_KEY;
+const key = keyText === undefined ? undefined : parseJobKey(keyText, "RAW_ZMQ_KEY");
+const inbox = new zmq.Pull(key ? serverOptions(key) : {});
 await inbox.bind(own);
-const outbox = new zmq.Push();
+const outbox = new zmq.Push(clientOptions(key));
 outbox.connect(peer);
 
 async function receiveJson<T>(): Promise<T> {
