@@ -4,8 +4,9 @@
  * workers slowed 4x). Emulated work is timed waits, so 64 ranks on a 2-core machine still measure scheduling,
  * not CPU contention.
  */
-import { rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { TS_LOADER } from "../launcher/loader.ts";
 import { comboName, TERMINATIONS } from "../lib/internal.ts";
 import { availableCombos } from "./combos.ts";
@@ -121,7 +122,9 @@ export const suite: Suite = {
     process.stdout.write(`${formatTable(rows)}\n\n`);
 
     // Tracing cost: the same no-op run with --trace, best of two each way (runs alternate, so load hits both).
-    const tracePath = `${tmpdir()}/wp-bench-trace.json`;
+    // In a folder of its own: a fixed name in the shared temporary folder is one another user can plant first.
+    const traceDir = mkdtempSync(join(tmpdir(), "wp-bench-trace-"));
+    const tracePath = join(traceDir, "trace.json");
     const rates = { traced: 0, plain: ours.rate };
     for (let k = 0; k < 2; k++) {
       const t = await launch<Throughput>(3, ["throughput", "1000000"], 120_000, PROGRAM, ["--trace", tracePath]);
@@ -129,7 +132,7 @@ export const suite: Suite = {
       if (k === 0)
         rates.plain = Math.max(rates.plain, (await launch<Throughput>(3, ["throughput", "1000000"], 120_000)).rate);
     }
-    rmSync(tracePath, { force: true });
+    rmSync(traceDir, { recursive: true, force: true });
     const traced = { rate: rates.traced };
     const plain = rates.plain;
     const cost = 1 - traced.rate / plain;
