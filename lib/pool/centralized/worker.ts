@@ -201,7 +201,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
       // tasks of 20-300 ms put on it: the other rank waited out its first task of 222 ms).
       this.report(true);
       await yieldToEventLoop();
-      if (this.finished) return;
+      if (this.finished || this.stopping) return;
       this.afterTask();
       exec.resume();
     } else {
