@@ -1,7 +1,6 @@
 // `workpool compare`'s rules, without launching ranks: which result keys the agreement check leaves out,
 // how runs agree or disagree, which row is fastest, short labels, the baseline's time, and the options.
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import test from "ava";
 import { shortLabel } from "../../launcher/compare/labels.ts";
@@ -13,6 +12,7 @@ import { tableRows, wideSpreads } from "../../launcher/compare/rows.ts";
 import { reportedSeconds, runBaseline } from "../../launcher/compare/runs.ts";
 import { UsageError } from "../../launcher/usage-error.ts";
 import { DISTRIBUTED_COMBINATIONS } from "../../lib/internal.ts";
+import { tempFolder } from "../helpers/folders.ts";
 import { waitUntilGone } from "../helpers/pids.ts";
 import { fixture } from "../helpers/run.ts";
 
@@ -197,7 +197,7 @@ test("runBaseline: median of the printed seconds, or of the wall times; a failin
     message: "exit 3: no input",
   });
   // A command the shell runs as a child of its own: the timeout kills it too, not only the shell.
-  const pidFile = join(mkdtempSync(join(tmpdir(), "wp-baseline-")), "pid");
+  const pidFile = join(tempFolder(t, "wp-baseline-"), "pid");
   const writePid = `require("fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid))`;
   await t.throwsAsync(runBaseline(`${node} -e '${writePid}; setInterval(() => {}, 1000)'; echo after`, 1, 2), {
     message: /^killed after 2 s/,

@@ -4,16 +4,28 @@
 // Firefox (driven by WebDriver BiDi), the page's secret (403 without
 // it), and `workpool top` in a pseudo-terminal (tmux) attached to a running job by its job folder.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test, { type ExecutionContext } from "ava";
 import { chromium } from "playwright-core";
 import { browserMissing, findBrowser } from "../helpers/browser.ts";
 import { Firefox, findFirefox, firefoxMissing } from "../helpers/firefox.ts";
+import { tempFolder } from "../helpers/folders.ts";
 import { needs } from "../helpers/needs.ts";
 import { until, waitUntilGone } from "../helpers/pids.ts";
 import { fixture, launch, type Running, startWorkpool, stderrMatch } from "../helpers/run.ts";
+
+/**
+ * A folder for a test's screenshots: removed when the test ends, unless WORKPOOL_KEEP_SCREENSHOTS is set (then its
+ * path is logged, to look at them).
+ */
+function screenshotFolder(t: ExecutionContext): string {
+  const dir = mkdtempSync(join(tmpdir(), "workpool-dashboard-test-"));
+  if (process.env.WORKPOOL_KEEP_SCREENSHOTS) t.log(`screenshots in ${dir}`);
+  else t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
 
 const JOB = fixture("dashboard-job.ts");
 
@@ -52,8 +64,7 @@ needs(test, browserMissing())(
   "the dashboard of a running job in Chromium: live values, progress, a dead rank",
   async (t) => {
     t.timeout(180_000);
-    const shots = mkdtempSync(join(tmpdir(), "workpool-dashboard-test-"));
-    t.log(`screenshots in ${shots}`);
+    const shots = screenshotFolder(t);
     const job = launch(["-n", "4", "--pool", "centralized,retries=3", "--dashboard", "--quiet", JOB]);
     try {
       const [, url] = (await stderrMatch(
@@ -163,8 +174,7 @@ needs(test, firefoxMissing())(
   "the dashboard of a running job in Firefox: live values, progress, a rank's busy share, no page error",
   async (t) => {
     t.timeout(180_000);
-    const shots = mkdtempSync(join(tmpdir(), "workpool-dashboard-test-"));
-    t.log(`screenshots in ${shots}`);
+    const shots = screenshotFolder(t);
     const job = launch(["-n", "3", "--dashboard", "--quiet", JOB]);
     try {
       const [, url] = (await stderrMatch(
@@ -219,7 +229,7 @@ const tmux = (() => {
 
 needs(test, tmux)("workpool top in a pseudo-terminal shows a running job, attached by its job folder", async (t) => {
   t.timeout(120_000);
-  const dir = mkdtempSync(join(tmpdir(), "workpool-top-test-"));
+  const dir = tempFolder(t, "workpool-top-test-");
   const socket = join(dir, "tmux.sock");
   const job = launch(["-n", "3", "--quiet", JOB]);
   const tmuxRun = (...args: string[]) => execFileSync("tmux", ["-S", socket, ...args], { encoding: "utf8" });
