@@ -19,15 +19,7 @@ const MAX_STRIDE = 64;
 export const LONG_TASK_MS = 5;
 
 export const now = (): number => performance.now();
-/**
- * Gives the event loop a turn in which it polls for I/O (messages) before the caller goes on. One setImmediate
- * is not enough: from code that runs in the loop's poll phase (a message's callback, which is where a run that
- * a message resumed goes on), it fires in the check phase of the same turn, before any poll; only the next
- * one comes after a poll. A rank that ran its first 20 ms task straight from the barrier's message took the
- * request waiting since before that task only after its second (2 ranks, 40 tasks: the asker idle 45 ms).
- */
-export const yieldToEventLoop = (): Promise<void> =>
-  new Promise((resolve) => setImmediate(() => setImmediate(resolve)));
+export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Runs tasks on this rank. A sync handler runs without any await around it (`execute` returns undefined); an

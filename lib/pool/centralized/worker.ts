@@ -1,5 +1,5 @@
 import { FLUSH_TASKS, TaskBatch } from "../batch.ts";
-import { now, yieldToEventLoop } from "../executor.ts";
+import { now } from "../executor.ts";
 import { Flight } from "../flight.ts";
 import { withResult } from "../results.ts";
 import type { PendingPut, PoolRuntime } from "../runtime.ts";
@@ -194,20 +194,8 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
 
   protected async loop(): Promise<void> {
     const exec = this.exec;
-    if (this.rt.size > 1 && this.own.size + this.dealt.size > 0) {
-      // A worker that starts with tasks (its own puts; the coordinator's own worker with what the app put there)
-      // first lets the event loop poll: a RELEASE the coordinator owes a remote worker that asked before this
-      // run began here is answered before a first task that may be long (2 ranks, a working coordinator, 40
-      // tasks of 20-300 ms put on it: the other rank waited out its first task of 222 ms).
-      this.report(true);
-      await yieldToEventLoop();
-      if (this.finished || this.stopping) return;
-      this.afterTask();
-      exec.resume();
-    } else {
-      exec.resume();
-      this.report(true);
-    }
+    exec.resume();
+    this.report(true);
     while (!this.finished) {
       const flight = this.flight;
       for (let stop = this.runSync(); stop !== "empty"; stop = this.runSync()) {

@@ -1,7 +1,7 @@
 import { deferred } from "../../deferred.ts";
 import { INITIATION_STRATEGIES } from "../balance/registry.ts";
 import { TaskBatch } from "../batch.ts";
-import { Executor, yieldToEventLoop } from "../executor.ts";
+import { Executor } from "../executor.ts";
 import { Flight } from "../flight.ts";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../failure.ts";
 import { RecentKeys, type TaskKey } from "../keys.ts";
@@ -522,12 +522,6 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
       await new Promise<void>((resolve) => {
         this.wakeup = resolve;
       });
-      if (this.over) return;
-    } else if (this.load > 0 && this.rt.size > 1) {
-      // Asks may be waiting already, sent by ranks that entered the run first: their messages are not read
-      // until the event loop polls, and the first task may be long (2 ranks, 40 tasks of 20 ms put on rank 0:
-      // the other rank, in the run 0.7 ms sooner, waited for rank 0's first task to end).
-      await yieldToEventLoop();
       if (this.over) return;
     }
     exec.resume();
