@@ -78,8 +78,11 @@ export class Executor<T> {
   execute(task: T): Promise<void> | undefined {
     let r: unknown;
     let promise = false;
+    // Called as a plain function: the handler's `this` is undefined, not this executor, and a stack trace shows
+    // the app's function as itself, not `... [as handler]`.
+    const handler = this.handler;
     try {
-      r = this.handler(task, this.ctx);
+      r = handler(task, this.ctx);
       if (r !== undefined) {
         // (null is a value, as an async handler's null is: `null.then` failed the task.)
         if (r !== null && typeof (r as Promise<unknown>).then === "function") promise = true;

@@ -2,7 +2,10 @@ import test from "ava";
 import { pack, unpack } from "workpool/internal";
 import { AbortError, PeerAbortedError, RankFailedError, TaskError } from "workpool";
 import { type FailBody, failFromMessage, failureBody, sendFail } from "../../lib/pool/failure.ts";
+import { Executor } from "../../lib/pool/executor.ts";
+import { Results } from "../../lib/pool/results.ts";
 import type { PoolRuntime } from "../../lib/pool/runtime.ts";
+import { emptyStats, type TaskContext } from "../../lib/pool/types.ts";
 import { fixture, run } from "../helpers/run.ts";
 
 // What a failed run rejects with, on the rank it failed on and on the others: the FAIL message carries the
@@ -25,6 +28,26 @@ test("a task's throw travels as a TaskError with rank, task and the cause's name
   t.is((te.cause as Error).name, "RangeError");
   t.is((te.cause as Error).message, "task 42 is bad");
   t.is((te.cause as Error).stack, cause.stack, "the stack of the handler that threw, not of the rebuilding");
+});
+
+// A stack trace names the app's handler as the app wrote it: called as a method of the executor it read
+// `solveBoard [as handler]` (and an anonymous one `pool.run.reduce [as handler]`), and its `this` was the executor.
+test("the handler runs as a plain function: its stack frame is its own name, its this undefined", (t) => {
+  const ctx = { rank: 0, signal: new AbortController().signal } as TaskContext<number>;
+  let self: unknown = "not called";
+  function solveBoard(this: unknown, n: number): number {
+    self = this;
+    if (n > 1) throw new RangeError(`bad board ${n}`);
+    return n;
+  }
+  const exec = new Executor<number>(solveBoard, ctx, emptyStats(0, "distributed"), Results.of(undefined));
+  exec.resume();
+  exec.execute(1);
+  t.is(self, undefined);
+  const e = t.throws(() => exec.execute(2), { instanceOf: TaskError }) as TaskError;
+  const top = ((e.cause as Error).stack ?? "").split("\n")[1] ?? "";
+  t.regex(top, /^\s+at solveBoard \(/, top);
+  t.notRegex(top, /\[as /, top);
 });
 
 test("an abort travels as a PeerAbortedError naming the aborting rank and its signal's reason", (t) => {
