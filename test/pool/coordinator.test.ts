@@ -132,3 +132,26 @@ test("few tasks, not known to be short: one at a time a worker, highest priority
   c.onMessage(1, TAG.status, status(1, 1, 100));
   t.deepEqual(grants().slice(3), [[1, 5]]);
 });
+
+// Async tasks in flight (PoolOptions `concurrency`): a worker whose tasks are long still gets a task for each
+// place in its flight (`x`), since a task there waits for no other. Dealt one at a time, a worker whose timer tasks
+// took over 5 ms under load kept one in flight of its 16, and its mean, the length of one task, kept it so.
+test("a long worker with 8 places in flight is dealt up to 8, one without async tasks one", (t) => {
+  const { c, sent } = recordingCoordinator(0, 3);
+  c.start();
+  for (let i = 0; i < 40; i++) c.put(i, 0);
+  const status = (s: number, d: number, x?: number): Record<string, unknown> =>
+    ({ s, d, k: 0, v: 0, n: 0, t: [], c: 9, m: 20, l: 0, w: 1, o: 0, ...(x ? { x } : {}) }) as unknown as Record<
+      string,
+      unknown
+    >;
+  const granted = (rank: number) =>
+    sent.filter((s) => s.tag === TAG.grant && s.dest === rank).reduce((n, s) => n + (s.body.t as unknown[]).length, 0);
+  c.onMessage(1, TAG.status, status(0, 0, 8));
+  c.onMessage(2, TAG.status, status(0, 0));
+  t.is(granted(1), 8);
+  t.is(granted(2), 1);
+  // Worker 1 finished one of its 8: one more, to fill its flight again.
+  c.onMessage(1, TAG.status, status(1, 1, 8));
+  t.is(granted(1), 9);
+});

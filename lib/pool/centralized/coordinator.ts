@@ -35,6 +35,8 @@ interface WorkerState extends WorkerSlot {
   putsReceived: number;
   /** Its pending request found tasks in the queue: the grant that answers it measures a real turnaround. */
   stocked: boolean;
+  /** Async tasks it runs at once (its latest status's `x`; 1 for a worker whose handlers are sync). */
+  width: number;
 }
 
 /** Tasks a worker holds (queued or running), as of its latest status plus what was granted since. */
@@ -57,6 +59,7 @@ const newState = (rank: number): WorkerState => ({
   wants: false,
   asked: false,
   stocked: false,
+  width: 1,
 });
 
 /**
@@ -127,6 +130,7 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
       if (st.m > LONG_TASK_MS) this.longWorkers++;
       if (w.done < KNOWN_AFTER_TASKS && st.d >= KNOWN_AFTER_TASKS) this.knownWorkers++;
       w.meanMs = st.m;
+      w.width = st.x ?? 1;
       w.done = st.d;
       w.kept = st.k;
       w.given = st.v;
@@ -156,9 +160,11 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
     // a second one held behind a long task waits its whole length while another worker may be free, and the
     // highest priority no longer starts first (16 emulated ranks, 40 tasks of 20-300 ms put with their times as
     // priorities: 1.44x the bound dealt two a worker, 1.11 to 1.15 one). What covers this rank's own task is
-    // still dealt (`cover`).
+    // still dealt (`cover`). A worker that runs async tasks in flight gets one a place in its flight: a task
+    // there waits for no other. (Dealt one at a time, a worker whose timer tasks took over 5 ms under load kept
+    // one in flight of its 16, its mean the length of one task, which kept it dealt one at a time.)
     const long = w.meanMs > LONG_TASK_MS || (w.done < KNOWN_AFTER_TASKS && fewPerRank(this.queue.size, this.rt.size));
-    return long ? Math.min(want, 1 + cover - holding(w)) : want;
+    return long ? Math.min(want, w.width + cover - holding(w)) : want;
   }
 
   protected holds(w: WorkerState): number {

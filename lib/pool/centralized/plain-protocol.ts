@@ -9,8 +9,9 @@
  *                                   sent with this status, q: their priorities (omitted when all 0), c: tasks it
  *                                   wants to hold, m: mean task ms, l: tasks queued here now, w: 1 while
  *                                   it waits for a grant (it asked, and no grant or refill came since),
- *                                   o: 1 while a RELEASE is still unanswered, r?: partial result
- *                                   (results.ts) }
+ *                                   o: 1 while a RELEASE is still unanswered, x?: the async tasks it runs at
+ *                                   once (its flight's limit, PoolOptions `concurrency`), when over 1,
+ *                                   r?: partial result (results.ts) }
  *                                   The worker holds granted + k - d - v tasks (queued or running): the
  *                                   coordinator's view of its load, exact as of that status.
  * GRANT    coordinator -> worker  { t: tasks, q?: priorities, f?: trace flow id, h?: tasks to hold, when more
@@ -46,6 +47,7 @@ export interface Status {
   l: number;
   w: number;
   o: number;
+  x?: number;
   r?: [unknown];
   /** Trace flow id, when tracing and the status carries tasks. */
   f?: string;

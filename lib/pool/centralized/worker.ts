@@ -120,6 +120,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
       w: 0,
       o: this.owed ? 1 : 0,
     };
+    if (this.width > 1) body.x = this.width;
     withResult(body as unknown as Record<string, unknown>, this.rt.results.take());
     const t = this.out.drainInto(body);
     if (this.rt.trace && t.length > 0) body.f = this.rt.trace.flowOut(`put ${t.length} to coordinator`);
