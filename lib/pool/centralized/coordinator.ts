@@ -160,9 +160,9 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
     // a second one held behind a long task waits its whole length while another worker may be free, and the
     // highest priority no longer starts first (16 emulated ranks, 40 tasks of 20-300 ms put with their times as
     // priorities: 1.44x the bound dealt two a worker, 1.11 to 1.15 one). What covers this rank's own task is
-    // still dealt (`cover`). A worker that runs async tasks in flight gets one a place in its flight: a task
-    // there waits for no other. (Dealt one at a time, a worker whose timer tasks took over 5 ms under load kept
-    // one in flight of its 16, its mean the length of one task, which kept it dealt one at a time.)
+    // still dealt (`cover`). A worker whose async tasks in flight mostly wait (I/O, timers) gets one a place in
+    // its flight: a task there waits for no other. (Dealt one at a time, a worker whose timer tasks took over 5
+    // ms under load kept one in flight of its 16, its mean the length of one task, which kept it dealt so.)
     const long = w.meanMs > LONG_TASK_MS || (w.done < KNOWN_AFTER_TASKS && fewPerRank(this.queue.size, this.rt.size));
     return long ? Math.min(want, w.width + cover - holding(w)) : want;
   }

@@ -10,7 +10,8 @@
  *                                   wants to hold, m: mean task ms, l: tasks queued here now, w: 1 while
  *                                   it waits for a grant (it asked, and no grant or refill came since),
  *                                   o: 1 while a RELEASE is still unanswered, x?: the async tasks it runs at
- *                                   once (its flight's limit, PoolOptions `concurrency`), when over 1,
+ *                                   once (its flight's limit, PoolOptions `concurrency`), when over 1 and its
+ *                                   tasks mostly wait (worker.ts `waits`),
  *                                   r?: partial result (results.ts) }
  *                                   The worker holds granted + k - d - v tasks (queued or running): the
  *                                   coordinator's view of its load, exact as of that status.

@@ -1,5 +1,6 @@
 import { FLUSH_TASKS, TaskBatch } from "../batch.ts";
-import { now } from "../executor.ts";
+import { coreTimeMs } from "../core-time.ts";
+import { LONG_TASK_MS, now } from "../executor.ts";
 import { Flight } from "../flight.ts";
 import { withResult } from "../results.ts";
 import type { PendingPut, PoolRuntime } from "../runtime.ts";
@@ -35,6 +36,9 @@ const LONG_HOLD = 2;
  * Its statuses carry cumulative counts (run, kept, given back, sent), so the coordinator knows exactly how
  * many tasks it holds as of each status, and the values its handlers returned since the last status.
  */
+/** Below this share of a core (CPU time over the run's time here), a worker's async tasks mostly wait (`waits`). */
+const WAITING_CPU_SHARE = 0.5;
+
 export class CentralWorker<T> extends WorkerCore<T, T> {
   /** Cumulative counts, as in STATUS. */
   private executed = 0;
@@ -57,6 +61,9 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
   private readonly flight: Flight;
   /** Tasks this worker runs at once: 1, or the flight's limit once a handler returned a promise. */
   private width = 1;
+  /** This rank's core time (core-time.ts) and the clock when its first async task began (`waits`). */
+  private coreAtFirst = -1;
+  private firstAt = 0;
   /** The promise of the async task `runSync` started, for the loop to await or keep in flight. */
   private started: Promise<void> | undefined;
 
@@ -120,7 +127,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
       w: 0,
       o: this.owed ? 1 : 0,
     };
-    if (this.width > 1) body.x = this.width;
+    if (this.width > 1 && this.waits()) body.x = this.width;
     withResult(body as unknown as Record<string, unknown>, this.rt.results.take());
     const t = this.out.drainInto(body);
     if (this.rt.trace && t.length > 0) body.f = this.rt.trace.flowOut(`put ${t.length} to coordinator`);
@@ -130,6 +137,19 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
     body.w = this.requestSentAt >= 0 ? 1 : 0;
     this.rt.count("statusesSent");
     this.rt.send(this.rt.config.coordinator, TAG.status, body as unknown as Record<string, unknown>);
+  }
+
+  /**
+   * Whether this worker's async tasks are long and mostly wait (I/O, timers): one has ended, and its main thread
+   * ran or waited for a core (core-time.ts) under WAITING_CPU_SHARE of the time since the first began. (Read
+   * only for long tasks, where the coordinator deals one at a time: a read costs about 40 µs.) Then the coordinator deals it a task a place in its flight even when its tasks
+   * are long (status `x`); tasks that mostly compute only share the core in flight, and stay dealt one at a time,
+   * so that the last ones are not held by one worker while another idles (7 async tasks of 300 ms of CPU on 2
+   * workers: 1.25-1.28 s one at a time, 1.56 s when one worker took 5 in flight).
+   */
+  private waits(): boolean {
+    if (this.executed === 0 || this.coreAtFirst < 0 || this.exec.meanTaskMs() <= LONG_TASK_MS) return false;
+    return coreTimeMs() - this.coreAtFirst < WAITING_CPU_SHARE * (now() - this.firstAt);
   }
 
   /**
@@ -212,6 +232,8 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
             flight.add(running);
             if (this.width === 1) {
               this.width = flight.limit;
+              this.coreAtFirst = coreTimeMs();
+              this.firstAt = now();
               if (this.requestSentAt < 0) this.report(true);
             }
             while (flight.full && !this.finished && !this.stopping) await flight.wait();
