@@ -21,7 +21,7 @@ interface Line {
   readonly concurrency: number;
 }
 
-const CASES: [n: number, pool: string, what: "timer" | "fs", width: string][] = [
+const CASES: [n: number, pool: string, what: "timer" | "long-timer" | "fs", width: string][] = [
   [1, "centralized", "timer", "default"],
   [1, "centralized", "fs", "default"],
   [1, "centralized", "timer", "1"],
@@ -29,6 +29,8 @@ const CASES: [n: number, pool: string, what: "timer" | "fs", width: string][] = 
   [3, "centralized", "fs", "4"],
   [3, "centralized", "timer", "1"],
   [3, "centralized,keep=0", "timer", "default"],
+  // Long tasks that wait: dealt one at a time, a worker kept 1 of its 16 in flight (coordinator.ts `deficit`).
+  [3, "centralized,keep=0", "long-timer", "default"],
   [2, "centralized,coordinatorWorks=true", "fs", "default"],
   [3, "centralized,retries=1", "timer", "default"],
   ...INITIATIONS.map((i): [number, string, "timer", string] => [3, `distributed,initiation=${i}`, "timer", "default"]),
@@ -38,7 +40,12 @@ const CASES: [n: number, pool: string, what: "timer" | "fs", width: string][] = 
 
 // The fast suite: one case of each mode and kind of wait, keep=0, a limit of 4, and a detector of each kind; the
 // rest in the slow suite (concurrency.slow.test.ts).
-const FAST = new Set(["1 centralized timer default", "3 centralized fs 4", "3 centralized,keep=0 timer default"]);
+const FAST = new Set([
+  "1 centralized timer default",
+  "3 centralized fs 4",
+  "3 centralized,keep=0 timer default",
+  "3 centralized,keep=0 long-timer default",
+]);
 const fast = ([n, pool, what, width]: (typeof CASES)[number]) =>
   FAST.has(`${n} ${pool} ${what} ${width}`) ||
   pool === "distributed,initiation=receiver" ||
