@@ -14,6 +14,12 @@ const MAX_BOOST = 64;
 const LONG_HOLD = 2;
 
 /**
+ * Below this share of the time since a worker's first async task began, spent running on a core or waiting for
+ * one, its async tasks mostly wait (`waits`).
+ */
+const WAITING_CPU_SHARE = 0.5;
+
+/**
  * A centralized-pool worker (the queues, requests, RELEASE and ending it shares with the resilient worker are
  * in worker-core.ts). It holds a local queue of the tasks the coordinator granted it and of the tasks
  * its handlers put (up to the `keep` option), and runs them in the pool's `order` (newest first by default,
@@ -36,9 +42,6 @@ const LONG_HOLD = 2;
  * Its statuses carry cumulative counts (run, kept, given back, sent), so the coordinator knows exactly how
  * many tasks it holds as of each status, and the values its handlers returned since the last status.
  */
-/** Below this share of a core (CPU time over the run's time here), a worker's async tasks mostly wait (`waits`). */
-const WAITING_CPU_SHARE = 0.5;
-
 export class CentralWorker<T> extends WorkerCore<T, T> {
   /** Cumulative counts, as in STATUS. */
   private executed = 0;
@@ -141,11 +144,12 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
 
   /**
    * Whether this worker's async tasks are long and mostly wait (I/O, timers): one has ended, and its main thread
-   * ran or waited for a core (core-time.ts) under WAITING_CPU_SHARE of the time since the first began. (Read
-   * only for long tasks, where the coordinator deals one at a time: a read costs about 40 µs.) Then the coordinator deals it a task a place in its flight even when its tasks
-   * are long (status `x`); tasks that mostly compute only share the core in flight, and stay dealt one at a time,
-   * so that the last ones are not held by one worker while another idles (7 async tasks of 300 ms of CPU on 2
-   * workers: 1.25-1.28 s one at a time, 1.56 s when one worker took 5 in flight).
+   * ran or waited for a core (core-time.ts) under WAITING_CPU_SHARE of the time since the first began. Then the
+   * coordinator deals it a task a place in its flight even though its tasks are long (status `x`). Tasks that
+   * mostly compute only share the core in flight, and stay dealt one at a time, so that the last ones are not
+   * held by one worker while another idles (7 async tasks of 300 ms of CPU on 2 workers: 1.26-1.30 s one at a
+   * time, 1.56-1.89 s when a worker told its width regardless). Read only for long tasks, the only ones the
+   * coordinator deals one at a time: a read costs about 40 µs.
    */
   private waits(): boolean {
     if (this.executed === 0 || this.coreAtFirst < 0 || this.exec.meanTaskMs() <= LONG_TASK_MS) return false;
