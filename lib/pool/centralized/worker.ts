@@ -1,5 +1,4 @@
 import { FLUSH_TASKS, TaskBatch } from "../batch.ts";
-import { coreTimeMs } from "../core-time.ts";
 import { LONG_TASK_MS, now } from "../executor.ts";
 import { Flight } from "../flight.ts";
 import { withResult } from "../results.ts";
@@ -13,10 +12,7 @@ const MAX_BOOST = 64;
 /** Most tasks a worker holds while its tasks are long (Executor `longTasks`): the next one and one more. */
 const LONG_HOLD = 2;
 
-/**
- * Below this share of the time since a worker's first async task began, spent running on a core or waiting for
- * one, its async tasks mostly wait (`waits`).
- */
+/** Below this share of a core since a worker's first async task began, its async tasks mostly wait (`waits`). */
 const WAITING_CPU_SHARE = 0.5;
 
 /**
@@ -64,8 +60,8 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
   private readonly flight: Flight;
   /** Tasks this worker runs at once: 1, or the flight's limit once a handler returned a promise. */
   private width = 1;
-  /** This rank's core time (core-time.ts) and the clock when its first async task began (`waits`). */
-  private coreAtFirst = -1;
+  /** This process's CPU time and the clock when its first async task began (`waits`). */
+  private cpuAtFirst: NodeJS.CpuUsage | undefined;
   private firstAt = 0;
   /** The promise of the async task `runSync` started, for the loop to await or keep in flight. */
   private started: Promise<void> | undefined;
@@ -143,17 +139,21 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
   }
 
   /**
-   * Whether this worker's async tasks are long and mostly wait (I/O, timers): one has ended, and its main thread
-   * ran or waited for a core (core-time.ts) under WAITING_CPU_SHARE of the time since the first began. Then the
-   * coordinator deals it a task a place in its flight even though its tasks are long (status `x`). Tasks that
-   * mostly compute only share the core in flight, and stay dealt one at a time, so that the last ones are not
-   * held by one worker while another idles (7 async tasks of 300 ms of CPU on 2 workers: 1.26-1.30 s one at a
-   * time, 1.56-1.89 s when a worker told its width regardless). Read only for long tasks, the only ones the
-   * coordinator deals one at a time: a read costs about 40 µs.
+   * Whether this worker's async tasks are long and mostly wait (I/O, timers): one has ended, and its process used
+   * under WAITING_CPU_SHARE of a core since the first began. Then the coordinator deals it a task a place in its
+   * flight even though its tasks are long (status `x`). Tasks that mostly compute only share the core in flight,
+   * and stay dealt one at a time, so that the last ones are not held by one worker while another idles (7 async
+   * tasks of 300 ms of CPU on 2 workers: 1.26-1.30 s one at a time, 1.56-1.89 s when a worker told its width
+   * regardless). On a machine with more ranks than cores a worker that computes gets less than a core and may
+   * read as waiting. Counting its run-queue wait as well (Linux schedstat) avoids that, but may read a worker
+   * that waits on short timers as computing, since each wakeup waits in the run queue there; under a load of 5
+   * test files a keep=0 tree of 1-2 ms timer tasks then kept a worker at one in flight in 1 run of 16. The
+   * worse error of the two, so CPU time it is.
    */
   private waits(): boolean {
-    if (this.executed === 0 || this.coreAtFirst < 0 || this.exec.meanTaskMs() <= LONG_TASK_MS) return false;
-    return coreTimeMs() - this.coreAtFirst < WAITING_CPU_SHARE * (now() - this.firstAt);
+    if (this.executed === 0 || this.cpuAtFirst === undefined || this.exec.meanTaskMs() <= LONG_TASK_MS) return false;
+    const cpu = process.cpuUsage(this.cpuAtFirst);
+    return (cpu.user + cpu.system) / 1000 < WAITING_CPU_SHARE * (now() - this.firstAt);
   }
 
   /**
@@ -236,7 +236,7 @@ export class CentralWorker<T> extends WorkerCore<T, T> {
             flight.add(running);
             if (this.width === 1) {
               this.width = flight.limit;
-              this.coreAtFirst = coreTimeMs();
+              this.cpuAtFirst = process.cpuUsage();
               this.firstAt = now();
               if (this.requestSentAt < 0) this.report(true);
             }
