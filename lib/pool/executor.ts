@@ -19,7 +19,8 @@ const MAX_STRIDE = 64;
 export const LONG_TASK_MS = 5;
 
 export const now = (): number => performance.now();
-export const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+/** One turn of the event loop (`Executor.yield`, between slices). */
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 /**
  * Runs tasks on this rank. A sync handler runs without any await around it (`execute` returns undefined); an

@@ -4,7 +4,7 @@
 // Firefox (driven by WebDriver BiDi), the page's secret (403 without
 // it), and `workpool top` in a pseudo-terminal (tmux) attached to a running job by its job folder.
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import test, { type ExecutionContext } from "ava";
@@ -21,9 +21,10 @@ import { fixture, launch, type Running, startWorkpool, stderrMatch } from "../he
  * path is logged, to look at them).
  */
 function screenshotFolder(t: ExecutionContext): string {
-  const dir = mkdtempSync(join(tmpdir(), "workpool-dashboard-test-"));
-  if (process.env.WORKPOOL_KEEP_SCREENSHOTS) t.log(`screenshots in ${dir}`);
-  else t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const prefix = "workpool-dashboard-test-";
+  if (!process.env.WORKPOOL_KEEP_SCREENSHOTS) return tempFolder(t, prefix);
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.log(`screenshots in ${dir}`);
   return dir;
 }
 
