@@ -20,6 +20,7 @@ import "./boot.ts";
 import { inspect } from "node:util";
 import { openControlChannel } from "./channel.ts";
 import { liveFromStart, startLive } from "./live.ts";
+import { moduleFormatHint } from "./module-format.ts";
 import { CONTROL_KEY } from "./report.ts";
 
 const channel = openControlChannel();
@@ -27,7 +28,10 @@ const channel = openControlChannel();
 if (channel) {
   (globalThis as Record<symbol, unknown>)[CONTROL_KEY] = channel;
   const lastWords = (err: unknown, print: boolean) => {
-    const message = err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`;
+    // An app written as an ES module that node loads as CommonJS: said as the fix (module-format.ts).
+    const message =
+      moduleFormatHint(err, process.argv[1]) ??
+      (err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`);
     // As Node would print it: the stack, the error's own fields (a TaskError's rank and task) and its cause's
     // stack, which is where the app's handler threw.
     const stack = err instanceof Error ? inspect(err) : `Uncaught ${inspect(err)}`;
