@@ -15,6 +15,7 @@
  * results have reached the root. A task run twice (re-dealt after a death, or speculated) sends its results twice:
  * the root keeps the first copy of each index.
  */
+import { pack } from "../comm/codec.ts";
 import type { Communicator } from "../comm/world.ts";
 import { deferred } from "../deferred.ts";
 import { arrivesAsItIs, findUnsendable, sampledCheck, where } from "../comm/unsendable.ts";
@@ -35,8 +36,8 @@ export interface MapContext {
 
 /**
  * Makes item `index`'s result (or a promise of it). Its result must be plain data (it travels to the root):
- * numbers, strings, arrays, objects, typed arrays, Maps, Sets, Dates, BigInts. An async handler's items on one
- * rank run one after another.
+ * numbers, strings, arrays, objects, typed arrays, Maps, Sets, Dates, BigInts. An `async` handler's items on
+ * one rank are in flight together, up to MapOptions `concurrency`.
  */
 export type MapHandler<I, R> = (item: I, index: number, ctx: MapContext) => R | Promise<R>;
 
@@ -58,9 +59,21 @@ export interface MapOptions {
    * Async handlers in flight per rank. 1: a rank's items run one after another, in tasks of a grain chosen from
    * their measured time (a loop's). Above 1: each task holds `grain` items (default 1), run one after another,
    * and a rank keeps up to this many tasks in flight (the pool's `concurrency`), for handlers that wait (a file,
-   * a request). Must be 1 in a pool with `retries`. A positive integer. @default 1
+   * a request). Must be 1 in a pool with `retries`. A positive integer. @default the pool's `concurrency` (16
+   * unless set) for an `async` function, 1 for any other handler (one that returns a promise without being
+   * `async` included), and 1 in a pool with `retries`
    */
   readonly concurrency?: number;
+}
+
+/**
+ * `concurrency` when the app gives none: an `async` handler's items wait (a file, a request), and go in flight up
+ * to the pool's `concurrency`, as a run's async tasks do; any other handler's run in tasks of a measured grain.
+ * (64 items that each await 50 ms at -n 2: 1.66 s one after another, 0.11 s in flight.) With `retries`, 1.
+ */
+function defaultConcurrency(handler: unknown, config: PoolConfig): number {
+  const isAsync = typeof handler === "function" && handler.constructor.name === "AsyncFunction";
+  return isAsync && config.retries === 0 ? config.concurrency : 1;
 }
 
 /** A rank sends the results it holds once it holds this many. */
@@ -90,13 +103,44 @@ interface Batch {
   m: number;
   lo: number;
   v: unknown[];
+  /** The sender's items, sampled (`sampleItems`), so that the root can tell other items of the same count. */
+  f?: number[];
+}
+
+/** Items compared between ranks (`sampleItems`): the first, the last, and evenly spaced ones between. */
+const SAMPLED_ITEMS = 17;
+
+/** The indices `sampleItems` compares, of `n` items. */
+function sampledIndices(n: number): number[] {
+  if (n <= SAMPLED_ITEMS) return Array.from({ length: n }, (_, i) => i);
+  return Array.from({ length: SAMPLED_ITEMS }, (_, k) => Math.round((k * (n - 1)) / (SAMPLED_ITEMS - 1)));
+}
+
+/**
+ * A hash of each sampled item (`sampledIndices`) as encoded: every rank must give the same items, and items made
+ * on each rank from its own state (\`Math.random()\`, a rank's clock) differ in content, not in count, which the
+ * loop alone checks. Undefined when an item cannot be encoded (items never travel, so they need not be data).
+ */
+function sampleItems(items: readonly unknown[]): number[] | undefined {
+  try {
+    return sampledIndices(items.length).map((i) => fnv1a(pack(items[i])));
+  } catch {
+    return undefined;
+  }
+}
+
+function fnv1a(bytes: Uint8Array): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
+  return h >>> 0;
 }
 
 /** Per pool on this rank: maps begun, and batches that arrived for a map not begun here yet. */
 interface MapState {
   seq: number;
   collect: ((source: number, batch: Batch) => void) | undefined;
-  early: Batch[];
+  /** Batches for a later map, with their senders. */
+  early: [source: number, batch: Batch][];
 }
 const states = new WeakMap<object, MapState>();
 
@@ -107,7 +151,7 @@ function stateOf(pool: MapPool): MapState {
     pool.listenMap((source, body) => {
       const batch = body as unknown as Batch;
       if (batch.m === s.seq && s.collect) s.collect(source, batch);
-      else if (batch.m > s.seq) s.early.push(batch);
+      else if (batch.m > s.seq) s.early.push([source, batch]);
       // else a late batch of an earlier map (one that failed here): dropped.
     });
     states.set(pool, s);
@@ -233,10 +277,22 @@ export async function mapOn<I, R>(
     }
     if (placed === n) complete.resolve();
   };
-  state.collect = collecting ? (_source, batch) => place(batch.lo, batch.v) : undefined;
-  const early = state.early.filter((b) => b.m === seq);
-  state.early = state.early.filter((b) => b.m > seq);
-  if (collecting) for (const b of early) place(b.lo, b.v);
+  // Other items of the same count, on the first rank seen to give them (checked on the root, at every batch).
+  const sampled = sampleItems(items);
+  let differs: { rank: number; item: number } | undefined;
+  const compare = (source: number, f: number[] | undefined) => {
+    if (differs || !sampled || !Array.isArray(f) || f.length !== sampled.length) return;
+    const k = sampled.findIndex((h, j) => h !== f[j]);
+    if (k >= 0) differs = { rank: source, item: sampledIndices(n)[k] as number };
+  };
+  const collect = (source: number, b: Batch) => {
+    compare(source, b.f);
+    place(b.lo, b.v);
+  };
+  state.collect = collecting ? collect : undefined;
+  const early = state.early.filter(([, b]) => b.m === seq);
+  state.early = state.early.filter(([, b]) => b.m > seq);
+  if (collecting) for (const [source, b] of early) collect(source, b);
 
   // This rank's results not yet sent: indices lo .. lo + held.length - 1.
   let lo = 0;
@@ -246,7 +302,7 @@ export async function mapOn<I, R>(
     if (collecting) place(lo, held);
     else {
       try {
-        pool.postMap(root, { m: seq, lo, v: held } satisfies Batch);
+        pool.postMap(root, (sampled ? { m: seq, lo, v: held, f: sampled } : { m: seq, lo, v: held }) satisfies Batch);
       } catch (e) {
         // One the sampled check let through: name its item.
         const k = held.findIndex((v) => !arrivesAsItIs(v));
@@ -300,7 +356,8 @@ export async function mapOn<I, R>(
   };
   const loopOptions = { ...(options?.grain === undefined ? {} : { grain: options.grain }), signal: options?.signal };
   try {
-    if ((options?.concurrency ?? 1) > 1) await inFlight(pool, world, n, body, options as MapOptions, call, flush);
+    const concurrency = options?.concurrency ?? defaultConcurrency(handler, pool.config);
+    if (concurrency > 1) await inFlight(pool, world, n, body, { ...options, concurrency }, call, flush);
     else await forEach(pool, world, 0, n, body, loopOptions, call, flush);
   } catch (e) {
     state.collect = undefined;
@@ -328,6 +385,13 @@ export async function mapOn<I, R>(
     }
   }
   state.collect = undefined;
+  if (differs) {
+    throw new InvalidArgumentError(
+      `${call}: ${SAME_ITEMS}; rank ${differs.rank} gave other items than this rank (rank ${root}): ` +
+        `item ${differs.item} of ${n} differs (${Math.min(n, SAMPLED_ITEMS)} items compared, evenly spaced); ` +
+        "make them from the same data on every rank, not from a rank's own state (Math.random(), its clock)",
+    );
+  }
   return results;
 }
 

@@ -43,6 +43,10 @@ function checkMaps(t: ExecutionContext, stdout: string, size: number): void {
   // Async handlers with concurrency 8: every result in order, never more than 8 in flight on a rank, and more
   // than one somewhere (a rank with tasks queued starts the next while one awaits its timer).
   t.like(at("concurrent"), { ...WHOLE, length: 120 }, stdout);
+  // No `concurrency` given, an async handler: in flight all the same (the pool's concurrency, 16).
+  t.like(at("concurrent-default"), { ...WHOLE, length: 120 }, stdout);
+  const mostDefault = [...labelled(stdout, "in-flight-default").values()].map((v) => v.most as number);
+  t.true(Math.max(...mostDefault) > 1, `at most ${JSON.stringify(mostDefault)} in flight`);
   const most = [...labelled(stdout, "in-flight").values()].map((v) => v.most as number);
   t.is(most.length, size, stdout);
   t.true(
@@ -92,6 +96,14 @@ for (const [n, pool] of [
       t.true(e.arg as boolean);
       t.regex(e.message as string, /^map: every rank must give the same items; this rank gave (5000|100) /);
     }
+    const contents = labelled(r.stdout, "contents");
+    t.is(contents.size, n, r.stdout);
+    t.like(contents.get(0), { name: "InvalidArgumentError" }, r.stdout);
+    t.regex(
+      contents.get(0)?.message as string,
+      /^map: every rank must give the same items; rank [12] gave other items than this rank \(rank 0\): item 0 of 5000 differs \(17 items compared, evenly spaced\); make them from the same data on every rank/,
+    );
+    for (let k = 1; k < n; k++) t.like(contents.get(k), { rejected: false, root: false }, `rank ${k}`);
   });
 }
 
