@@ -40,17 +40,25 @@ export class TaskQueue<T> {
   private positives = 0;
   private seq = 0;
   private readonly lifo: boolean;
+  /** `dealing`: a fifo queue that gives its oldest in order (`giveAlternate`). */
+  private readonly inOrder: boolean;
   /** Keys of the ring's tasks, slot by slot; made on the first keyed push. */
   private ringKeys: (TaskKey | undefined)[] | undefined;
   /** Keys of the heap's keyed tasks, by heap sequence number; made on the first keyed push. */
   private heapKeys: Map<number, TaskKey> | undefined;
 
-  /** `recent`: where the keys of the tasks `pop` returns are noted (the rank's recently run keys). */
+  /**
+   * `order`: the pool's (a rank's own tasks), or `dealing` for a queue that hands tasks out in the order they
+   * came, oldest first (a coordinator's, and what a worker was dealt): fifo, and it gives its oldest in order, so
+   * that one worker runs them as a plain loop would. `recent`: where the keys of the tasks `pop` returns are
+   * noted (the rank's recently run keys).
+   */
   constructor(
-    order: TaskOrder = "lifo",
+    order: TaskOrder | "dealing" = "lifo",
     private readonly recent?: RecentKeys,
   ) {
     this.lifo = order === "lifo";
+    this.inOrder = order === "dealing";
   }
 
   /** True once a task with a key was pushed: `give` then wants an array for the keys of what it gives. */
@@ -233,10 +241,10 @@ export class TaskQueue<T> {
 
   /**
    * Gives up to `m` priority-0 tasks of the ring, appended oldest first (with null keys to `keys`, if given);
-   * returns how many. A fifo queue gives its oldest m. In a lifo queue the smaller side alternates with the
-   * other over a window at one end: when at most half leave, every other one of the oldest 2m (the oldest first)
-   * leaves; when more than half leave, this rank keeps every other one of its newest 2k (the newest first), where
-   * k is what it keeps, and everything older leaves.
+   * returns how many. The smaller side alternates with the other over a window at one end: when at most half
+   * leave, every other one of the oldest 2m (the oldest first) leaves; when more than half leave, this rank keeps
+   * every other one of the 2k it runs next (k: what it keeps; the newest in a lifo queue, the oldest in a fifo
+   * one), and everything else leaves. A `dealing` queue gives its oldest m, in order.
    *
    * Why alternately: in a tree walked newest first, the queue holds one sibling subtree per level, oldest the
    * biggest, each about half the one before it. Half of the tasks from the oldest end took nearly all of the
@@ -257,8 +265,15 @@ export class TaskQueue<T> {
       priorities.push(0);
       keys?.push(null);
     };
-    if (!this.lifo) {
-      // A fifo queue promises the order of its puts (and a coordinator deals from one): the oldest n leave.
+    // The window where the two sides alternate: its even ones leave (the oldest first), its odd ones stay, closing
+    // up at its top, in order. In a lifo queue, the oldest 2n when at most half leave (nothing older leaves,
+    // nothing newer moves), else the newest 2k, and everything older leaves. A fifo queue runs its oldest first,
+    // so its window is the oldest 2 x min(n, k), and when more than half leave everything newer leaves too: thief
+    // and victim each run every other task in the order of the puts, and that order goes on across both. (Given
+    // its oldest n in order, a thief of half ran 1, 2, 3 ... while its victim jumped to 200: a search for the
+    // first solution in put order, found in chunk 18, gained nothing on 2 ranks.) A `dealing` queue gives its
+    // oldest in order.
+    if (this.inOrder) {
       for (let j = head; j < head + n; j++) {
         out(j);
         ring[j & mask] = undefined;
@@ -266,17 +281,20 @@ export class TaskQueue<T> {
       this.head = head + n;
       return n;
     }
-    // The window where the two sides alternate: the oldest 2n when at most half leave (nothing older leaves,
-    // nothing newer moves), else the newest 2k (everything older leaves). Its even ones leave; its odd ones stay,
-    // closing up at its top, in order.
     const kept = size - n;
-    const low = n <= kept ? head : tail - 2 * kept;
-    const top = n <= kept ? head + 2 * n : tail;
+    const low = this.lifo && n > kept ? tail - 2 * kept : head;
+    const top = low + 2 * Math.min(n, kept);
+    const newer = !this.lifo && n > kept;
     for (let j = head; j < low; j++) out(j);
     for (let j = low; j < top; j += 2) out(j);
+    if (newer) for (let j = top; j < tail; j++) out(j);
     let write = top;
     for (let j = top - 1; j > low; j -= 2) ring[--write & mask] = ring[j & mask];
     for (let j = head; j < write; j++) ring[j & mask] = undefined;
+    if (newer) {
+      for (let j = top; j < tail; j++) ring[j & mask] = undefined;
+      this.tail = top;
+    }
     this.head = write;
     return n;
   }

@@ -158,7 +158,7 @@ test("a heap filled and drained in mixed order still pops by priority, then by o
 
 // --- give ---------------------------------------------------------------------------------------------------
 
-test("give takes priority-0 tasks from the oldest end: alternately in a lifo queue, in order in a fifo one", (t) => {
+test("give takes priority-0 tasks from the oldest end, alternately, in a lifo and in a fifo queue", (t) => {
   const lifo = new TaskQueue<number>("lifo");
   for (let i = 0; i < 10; i++) lifo.push(i);
   // At most half: every other one of the oldest 2n.
@@ -167,12 +167,33 @@ test("give takes priority-0 tasks from the oldest end: alternately in a lifo que
   // Left: 1 3 5 6 7 8 9. Still at most half.
   t.deepEqual(giveN(lifo, 2), { tasks: [1, 5], prios: [0, 0] });
   t.deepEqual(drain(lifo), [9, 8, 7, 6, 3]);
-  // A fifo queue promises its puts' order (a coordinator deals from one): the oldest leave, in order.
+  // A fifo queue the same way at its oldest end, which it also runs first: thief and victim each go on through
+  // every other task of the puts' order; the oldest always leaves first (a coordinator deals from one).
   const fifo = new TaskQueue<number>("fifo");
   for (let i = 0; i < 10; i++) fifo.push(i);
-  t.deepEqual(giveN(fifo, 3), { tasks: [0, 1, 2], prios: [0, 0, 0] });
-  t.deepEqual(giveN(fifo, 2), { tasks: [3, 4], prios: [0, 0] });
-  t.deepEqual(drain(fifo), [5, 6, 7, 8, 9]);
+  t.deepEqual(giveN(fifo, 3), { tasks: [0, 2, 4], prios: [0, 0, 0] });
+  // Left: 1 3 5 6 7 8 9.
+  t.deepEqual(giveN(fifo, 2), { tasks: [1, 5], prios: [0, 0] });
+  t.deepEqual(drain(fifo), [3, 6, 7, 8, 9]);
+  // A `dealing` queue (a coordinator's, a worker's dealt tasks) hands them out in the order they came.
+  const dealing = new TaskQueue<number>("dealing");
+  for (let i = 0; i < 10; i++) dealing.push(i);
+  t.deepEqual(giveN(dealing, 3), { tasks: [0, 1, 2], prios: [0, 0, 0] });
+  t.is(dealing.pop(), 3);
+  t.deepEqual(giveN(dealing, 4), { tasks: [4, 5, 6, 7], prios: [0, 0, 0, 0] });
+  t.deepEqual(drain(dealing), [8, 9]);
+});
+
+test("give of more than half of a fifo queue keeps every other one of its oldest 2k, the oldest next", (t) => {
+  const q = new TaskQueue<number>("fifo");
+  for (let i = 0; i < 10; i++) q.push(i);
+  t.is(q.pop(), 0);
+  // 9 left, 5 leave: the victim keeps every other one of the oldest 8 (2, 4, 6, 8), the thief the rest.
+  t.deepEqual(giveN(q, 5).tasks, [1, 3, 5, 7, 9]);
+  t.deepEqual(drain(q), [2, 4, 6, 8]);
+  for (let i = 0; i < 3; i++) q.push(i);
+  t.deepEqual(giveN(q, 3).tasks, [0, 1, 2]);
+  t.is(q.size, 0);
 });
 
 test("give of more than half of a lifo queue keeps every other one of the newest 2k, the newest first", (t) => {
@@ -257,10 +278,10 @@ test("give stops at n, leaves the rest in order, appends to the arrays given, an
     t.deepEqual(tasks, [-7]);
     t.is(q.size, 7);
     q.give(3, tasks, prios);
-    t.deepEqual(tasks, order === "lifo" ? [-7, 1, 10, 12] : [-7, 1, 10, 11], order);
+    t.deepEqual(tasks, [-7, 1, 10, 12], order);
     t.deepEqual(prios, [42, 2, 0, 0], order);
     t.is(q.size, 4);
-    t.deepEqual(drain(q), order === "lifo" ? [14, 13, 11, 99] : [12, 13, 14, 99], order);
+    t.deepEqual(drain(q), order === "lifo" ? [14, 13, 11, 99] : [11, 13, 14, 99], order);
     // An empty queue gives nothing.
     q.give(5, tasks, prios);
     t.is(tasks.length, 4);
@@ -286,14 +307,13 @@ test("the ring grows past its initial 16 slots while its head has wrapped, losin
     for (const remove of ["give", "pop"] as const) {
       const q = new TaskQueue<number>(order);
       let next = 0;
-      // Move the head forward: push 12, take 10 (pops under fifo, a give otherwise: it keeps 9 and 11), so the
-      // head is at slot 10 of 16.
+      // Move the head forward: push 12, take 10 (pops under fifo, a give otherwise: a lifo queue keeps 9 and 11,
+      // its head then at slot 10 of 16; a fifo one keeps 1 and 3, in slots 2 and 3, its tail back at slot 4).
       for (let i = 0; i < 12; i++) q.push(next++);
       const popsOnly = remove === "pop" && order === "fifo";
       const taken = popsOnly ? range(0, 10).map(() => q.pop() as number) : giveN(q, 10).tasks;
-      // (A fifo queue gives its oldest in order.)
-      const inOrder = popsOnly || order === "fifo";
-      t.deepEqual(taken, inOrder ? range(0, 10) : [...range(0, 9), 10]);
+      const fifoGive = order === "fifo" && !popsOnly;
+      t.deepEqual(taken, popsOnly ? range(0, 10) : fifoGive ? [0, 2, ...range(4, 12)] : [...range(0, 9), 10]);
       t.is(q.size, 2);
       // Fill to exactly 16 (the tail wraps past slot 15 to slot 10), then one more: it grows with a wrapped head.
       while (q.size < 16) q.push(next++);
@@ -305,9 +325,9 @@ test("the ring grows past its initial 16 slots while its head has wrapped, losin
       t.deepEqual(popped, remove === "pop" ? [order === "lifo" ? 26 : 10] : [], `${order}: pop after growing`);
       for (let i = 0; i < 60; i++) q.push(next++);
       const given = giveN(q, 3).tasks;
-      // fifo: the oldest 3, of 11 12 13 ... after the pops, of 10 11 12 ... after the give; lifo: every other one
-      // of the oldest 6, of 9 11 12 13 14 ... after the give.
-      t.deepEqual(given, popsOnly ? [11, 12, 13] : order === "fifo" ? [10, 11, 12] : [9, 12, 14], order);
+      // Every other one of the oldest 6: of 11 12 13 ... after the pops (fifo); of 1 3 12 13 14 ... (fifo) and of
+      // 9 11 12 13 14 ... (lifo) after the give.
+      t.deepEqual(given, popsOnly ? [11, 13, 15] : fifoGive ? [1, 12, 14] : [9, 12, 14], order);
       const rest = drain(q);
       const seen = [...taken, ...popped, ...given, ...rest];
       t.is(seen.length, next, `${order}/${remove}: count`);
@@ -413,15 +433,16 @@ class Model {
         out(positive[i] as Entry);
         k++;
       }
-    // Priority 0: fifo, the oldest in order; lifo, the smaller side alternates with the other, at the oldest end
-    // (at most half leave) or at the newest end (more than half leave: every other one of the newest 2 x kept
-    // stays, the newest first).
+    // Priority 0: the smaller side alternates with the other, at the oldest end (at most half leave) or at the end
+    // run next (more than half leave: every other one of the newest 2 x kept stays in a lifo queue, the newest
+    // first; of the oldest 2 x kept in a fifo one, the oldest first, and everything newer leaves).
     const zero = this.entries.filter((x) => x.prio === 0).sort((a, b) => a.seq - b.seq);
     const m = Math.max(0, Math.min(n - k, zero.length));
     const kept = zero.length - m;
     const low = zero.length - 2 * kept;
     const alternate = (i: number) => (m <= kept ? i < 2 * m && i % 2 === 0 : i < low || (i - low) % 2 === 0);
-    const leaves = (i: number) => (this.order === "fifo" ? i < m : alternate(i));
+    const fifo = (i: number) => (i < 2 * Math.min(m, kept) ? i % 2 === 0 : m > kept);
+    const leaves = (i: number) => (this.order === "fifo" ? fifo(i) : alternate(i));
     for (const e of zero.filter((_, i) => leaves(i))) out(e);
     k += m;
     for (let e = this.best((x) => x.prio < 0); k < n && e; e = this.best((x) => x.prio < 0), k++) out(e);

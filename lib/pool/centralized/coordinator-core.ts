@@ -40,7 +40,7 @@ export abstract class CoordinatorCore<T, Q, W extends WorkerSlot> implements Eng
   protected readonly settled = deferred();
   readonly done = this.settled.promise;
   /** Dealt oldest first: what workers give back are the roots of their biggest subtrees. */
-  protected readonly queue = new TaskQueue<Q>("fifo");
+  protected readonly queue = new TaskQueue<Q>("dealing");
   protected readonly workers: W[] = [];
   protected readonly byRank = new Map<number, W>();
   protected finished = false;

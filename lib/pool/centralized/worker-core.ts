@@ -27,7 +27,7 @@ export abstract class WorkerCore<T, E> implements Engine<T> {
   readonly done = this.settled.promise;
   /** Tasks put on this rank and kept, run in the pool's order; tasks granted, run in the order dealt. */
   protected readonly own: TaskQueue<E>;
-  protected readonly dealt = new TaskQueue<E>("fifo");
+  protected readonly dealt = new TaskQueue<E>("dealing");
   protected readonly exec: Executor<T>;
   protected readonly keep: number;
   protected finished = false;
