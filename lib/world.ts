@@ -19,7 +19,9 @@ export class World extends Communicator {
 
   /**
    * Creates a workpool. Options given here override the launcher's `--pool SPEC`; with neither, the pool is
-   * centralized. Every rank must create its pools in the same order. Throws ConfigError on bad options.
+   * distributed (receiver-initiated random stealing, README: Which pool), unless an option that only the
+   * centralized pool has is given (`retries`, `keep`, `coordinatorWorks`). Every rank must create its pools in
+   * the same order. Throws ConfigError on bad options.
    */
   pool<T = unknown>(options?: PoolOptions): Pool<T> {
     return createPool<T>(this, options);

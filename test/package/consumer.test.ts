@@ -161,10 +161,10 @@ let tarball: string | undefined;
 serial(`npm pack builds dist/ and packs it${suffix}`, async (t) => {
   t.timeout(300_000);
   mkdirSync(copy);
-  for (const name of ["package.json", "tsconfig.json", "tsconfig.build.json", "README.md"]) {
+  for (const name of ["package.json", "tsconfig.json", "tsconfig.build.json", "README.md", "ARCHITECTURE.md"]) {
     cpSync(join(ROOT, name), join(copy, name));
   }
-  for (const name of ["bin", "lib", "launcher", "apps"])
+  for (const name of ["bin", "lib", "launcher", "apps", "examples"])
     cpSync(join(ROOT, name), join(copy, name), { recursive: true });
   symlinkSync(join(ROOT, "node_modules"), join(copy, "node_modules"));
   const packed = await exec("npm", ["pack", "--json", "--pack-destination", work], copy);
@@ -176,6 +176,9 @@ serial(`npm pack builds dist/ and packs it${suffix}`, async (t) => {
   tarball = join(work, info?.filename ?? "");
   const files = info?.files.map((f) => f.path) ?? [];
   t.true(files.includes("dist/lib/index.d.ts") && files.includes("dist/launcher/cli.js"), files.join(" "));
+  // What the README points a package's user to ships with it.
+  for (const name of ["examples/knapsack.ts", "examples/matmul-tiles.ts", "ARCHITECTURE.md"])
+    t.true(files.includes(name), `${name} ships: ${files.join(" ")}`);
   // The dashboard's page is no TypeScript: the build copies it beside its server (launcher/dashboard/server.ts).
   for (const page of ["dashboard.html", "dashboard.css", "dashboard.js"]) {
     t.true(files.includes(`dist/launcher/dashboard/page/${page}`), `${page} ships: ${files.join(" ")}`);
