@@ -61,6 +61,14 @@ export class Matcher {
     return this.pending.length;
   }
 
+  /** The receives waiting, as `recv (from rank 1, tag 5)`: for a message saying what a process waits for. */
+  describePending(): string[] {
+    return this.pending.map((p) => {
+      const from = p.source === ANY ? "any rank" : `rank ${p.source}`;
+      return `${p.call} (from ${from}${p.tag === ANY ? "" : `, tag ${p.tag}`})`;
+    });
+  }
+
   deliver(source: number, tag: number, data: unknown): void {
     const pending = this.pending;
     for (let i = 0; i < pending.length; i++) {

@@ -88,6 +88,18 @@ export class Router {
     this.receivedFrom = new Array<number>(size).fill(0);
     this.departures = new Departures(rank, size);
     this.dead = this.departures.dead;
+    // A process that ends while a receive waits, its world not closed: a one-rank job whose recv no send will
+    // ever match has no socket to keep it alive, and node exits with status 13 (an unsettled top-level await),
+    // saying nothing (its 'exit' listeners see 0). Any other status has a cause of its own.
+    process.on("exit", (code) => {
+      if (this.closing || (code !== 0 && code !== 13)) return;
+      const waits = [...this.matchers.values()].flatMap((m) => m.describePending());
+      if (waits.length === 0) return;
+      process.stderr.write(
+        `workpool: rank ${this.rank}: the process ended while it waited in ${waits.join("; ")}: ` +
+          "nothing was left that could send it\n",
+      );
+    });
   }
 
   attach(transport: Transport): void {

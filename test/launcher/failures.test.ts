@@ -100,3 +100,13 @@ test("ranks that all throw the same error at import print its stack once, then o
   );
   t.true(lines.length < 12, `${lines.length} lines:\n${r.stderr}`);
 });
+
+test("a one-rank job whose recv nothing can match ends with status 13 and says what it waited for", async (t) => {
+  const r = await run(["-n", "1", "--timeout", "60", fixture("recv-nothing.ts")]);
+  t.is(r.code, 13, r.stderr);
+  t.is(
+    linesOf(r.stderr).at(-1),
+    "workpool: rank 0 failed (exit code 13): workpool: rank 0: the process ended while it waited in recv " +
+      "(from rank 0, tag 5): nothing was left that could send it",
+  );
+});
