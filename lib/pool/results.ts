@@ -79,7 +79,12 @@ export class Results {
   }
 
   static of(op: ReduceOp<unknown> | undefined): Results {
-    return new Results(resolveOp(op ?? "sum", "run: option `reduce`") as ReduceFn<unknown>);
+    // Without `reduce`, a handler that returns something other than numbers learns what combined its values.
+    const label =
+      op === undefined
+        ? "run: the default reduce, sum, combines the values handlers return (give run's `reduce`, an op or a function, for other values, or return nothing)"
+        : "run: option `reduce`";
+    return new Results(resolveOp(op ?? "sum", label) as ReduceFn<unknown>);
   }
 
   /** A handler returned `v` (undefined means no value). */

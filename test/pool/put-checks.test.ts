@@ -135,7 +135,14 @@ test("a value a handler returns that cannot travel fails its task, naming the sp
   // A reducer's own refusal of plain data stays its own.
   const sum = Results.of("sum");
   sum.add(1);
-  t.throws(() => sum.add("x"), { message: /op sum needs numbers/ });
+  t.throws(() => sum.add("x"), { message: /^run: option `reduce`: op sum needs numbers/ });
+  // Without `reduce`, the message says that the default combined the values, and how to combine others.
+  const byDefault = Results.of(undefined);
+  byDefault.add("s1");
+  t.throws(() => byDefault.add("s2"), {
+    message:
+      /^run: the default reduce, sum, combines the values handlers return \(give run's `reduce`, an op or a function, for other values, or return nothing\): op sum needs numbers/,
+  });
   // Plain data, Maps, Dates and typed arrays are copied as they are.
   const ok = Results.of((a: unknown) => a);
   ok.add({ m: new Map([[1, new Date(0)]]), f: new Float64Array(2) });
