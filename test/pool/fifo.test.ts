@@ -7,7 +7,7 @@
 import test from "ava";
 import { fixture, resultLines, run } from "../helpers/run.ts";
 
-test("order=fifo on 2 ranks: each rank runs its tasks in put order, and both run the first tasks", async (t) => {
+test("order=fifo on 2 ranks: both ranks run the first tasks put", async (t) => {
   const r = await run(["-n", "2", "--timeout", "60", fixture("pool-fifo.ts")]);
   t.is(r.code, 0, r.stderr);
   const lines = resultLines<{ rank: number; ran: number[] }>(r.stdout);
@@ -19,12 +19,8 @@ test("order=fifo on 2 ranks: each rank runs its tasks in put order, and both run
     "every task once",
   );
   for (const l of lines) {
-    t.deepEqual(
-      l.ran,
-      [...l.ran].sort((a, b) => a - b),
-      `rank ${l.rank} ran its tasks in put order`,
-    );
-    // Each rank ran a fair part of the first 40: neither jumped far ahead in the order.
+    // Each rank ran a fair part of the first 40: neither jumped far ahead in the order. (Not each rank's whole
+    // order: tasks it steals back later may be older than some it ran.)
     const early = l.ran.filter((i) => i < 40).length;
     t.true(early >= 10, `rank ${l.rank} ran ${early} of tasks 0-39: ${JSON.stringify(l.ran.slice(0, 30))}`);
   }
