@@ -16,8 +16,12 @@ import { report } from "../control/report.ts";
  * not counted.
  */
 
-/** Tags of close's exchange once a rank died (see closeAmongLive): far above its collectives' sequence. */
-const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1 } as const;
+/**
+ * Tags of close's exchange once a rank died (see closeAmongLive), and of its last point-to-point words
+ * (`tellLastSent`): far above its collectives' sequence.
+ */
+const CLOSE_TAG = { count: 2 ** 31, drained: 2 ** 31 + 1, lastSent: 2 ** 31 + 2 } as const;
+export const LAST_SENT_TAG = CLOSE_TAG.lastSent;
 
 /**
  * While close waits for messages still on their way here: the router checks `done` on every message that
@@ -61,6 +65,20 @@ export interface CloseSite {
 export function tellLeaving(site: CloseSite): void {
   if (site.failed || site.size === 1) return;
   report({ t: "leaving", p: site.departures.progressNow() });
+}
+
+/**
+ * Tells each rank this one sent a point-to-point message to (`pointToPoint`) that it closes: a message on close's
+ * context that leaves after everything this rank sent there, down the same connection, so that rank then has
+ * all of it, and a receive of its naming this rank that nothing matched never will be (Router `peerClosed`; the
+ * mismatched tag of an app's send and recv waited until --timeout). Only to those ranks: it opens no connection.
+ */
+export function tellLastSent(site: CloseSite, pointToPoint: ReadonlySet<number>): void {
+  if (site.failed) return;
+  for (const r of pointToPoint) {
+    if (r === site.rank || site.departures.dead.has(r)) continue;
+    void site.hand(r, encodeMessage(site.rank, CLOSE_CONTEXT, CLOSE_TAG.lastSent, null, "close"), false, "close");
+  }
 }
 
 /**

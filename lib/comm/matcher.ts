@@ -48,8 +48,10 @@ export class Matcher {
   private queued = 0;
   /** Once set (close or failure), what every pending and later receive rejects with. */
   private refusal: ((call: string) => Error) | undefined;
-  /** Sources that died (see `peerDied`), with what a receive naming one rejects with. */
+  /** Sources that died (see `peerDied`) or closed (`peerLeft`), with what a receive naming one rejects with. */
   private readonly dead = new Map<number, (call: string) => Error>();
+  /** Every other source closed or died (`peerLeft`): what a receive from any source rejects with. */
+  private noneLeft: ((call: string) => Error) | undefined;
 
   /** Number of messages waiting for a receive. */
   get size(): number {
@@ -63,10 +65,7 @@ export class Matcher {
 
   /** The receives waiting, as `recv (from rank 1, tag 5)`: for a message saying what a process waits for. */
   describePending(): string[] {
-    return this.pending.map((p) => {
-      const from = p.source === ANY ? "any rank" : `rank ${p.source}`;
-      return `${p.call} (from ${from}${p.tag === ANY ? "" : `, tag ${p.tag}`})`;
-    });
+    return this.pending.map(described);
   }
 
   deliver(source: number, tag: number, data: unknown): void {
@@ -130,7 +129,7 @@ export class Matcher {
     if (signal?.aborted) return Promise.reject(new AbortError(`${call} aborted`, { cause: signal.reason }));
     const m = this.take(source, tag);
     if (m) return Promise.resolve(m);
-    const dead = source === ANY ? undefined : this.dead.get(source);
+    const dead = source === ANY ? this.noneLeft : this.dead.get(source);
     if (dead) return Promise.reject(dead(call));
     return new Promise<Message>((resolve, reject) => {
       const p: Pending = { source, tag, call, resolve, reject, cleanup: undefined };
@@ -182,6 +181,26 @@ export class Matcher {
     }
   }
 
+  /**
+   * Source `source` closed, and everything it sent has arrived: every pending receive that names it rejects with
+   * `error(call)`, and so does a later one unless a message of it is queued (as after `peerDied`); receives
+   * from any source too when `allGone` (every other source closed or died). Only the first call per source
+   * counts.
+   */
+  peerLeft(source: number, allGone: boolean, error: (call: string) => Error): void {
+    if (this.dead.has(source)) return;
+    this.dead.set(source, error);
+    if (allGone) this.noneLeft = error;
+    const kept: Pending[] = [];
+    const ended: Pending[] = [];
+    for (const p of this.pending) (p.source === source || (allGone && p.source === ANY) ? ended : kept).push(p);
+    this.pending = kept;
+    for (const p of ended) {
+      p.cleanup?.();
+      p.reject(error(described(p)));
+    }
+  }
+
   private refuse(error: (call: string) => Error): void {
     this.refusal = error;
     const pending = this.pending;
@@ -191,6 +210,12 @@ export class Matcher {
       p.reject(error(p.call));
     }
   }
+}
+
+/** A receive as `recv (from rank 1, tag 5)`. */
+function described(p: { readonly source: number; readonly tag: number; readonly call: string }): string {
+  const from = p.source === ANY ? "any rank" : `rank ${p.source}`;
+  return `${p.call} (from ${from}${p.tag === ANY ? "" : `, tag ${p.tag}`})`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { ENV, envMs } from "./env.ts";
 import { ClosedError, RankFailedError } from "../errors.ts";
-import { type Drain, finishClose, tellLeaving } from "./close.ts";
+import { type Drain, finishClose, LAST_SENT_TAG, tellLastSent, tellLeaving } from "./close.ts";
 import { decodeFrame, decodeSplit } from "./codec.ts";
 import { blockOf, CLOSE_CONTEXT, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
 import { Departures } from "./departures.ts";
@@ -47,6 +47,10 @@ export class Router {
   private readonly listeners = new Map<number, ContextListener>();
   /** Messages sent to each other rank, and received from other ranks (`close`'s own excepted). */
   readonly sentTo: number[];
+  /** World ranks this one sent a point-to-point message to (`notePointToPoint`), told when it closes. */
+  private readonly pointToPoint = new Set<number>();
+  /** World ranks that closed after their last point-to-point message to this one arrived (`peerClosed`). */
+  private readonly closedPeers = new Set<number>();
   received = 0;
   /** Of `received`, those from each world rank; the rest are `unplaced`'s. */
   readonly receivedFrom: number[];
@@ -122,6 +126,10 @@ export class Router {
   private readonly onRemote = (source: number, context: number, tag: number, data: unknown): void => {
     const from = this.senderOf(source, context);
     if (from !== undefined && this.dead.size > 0 && this.dead.has(from)) return;
+    if (context === CLOSE_CONTEXT && tag === LAST_SENT_TAG) {
+      this.peerClosed(source);
+      return;
+    }
     if (context !== CLOSE_CONTEXT) {
       this.received++;
       if (from !== undefined) this.receivedFrom[from]!++;
@@ -313,6 +321,41 @@ export class Router {
     else m.peerDied(there, error);
   }
 
+  /** This rank sends world rank `dest` a point-to-point message (a communicator's `send`, `sendrecv`). */
+  notePointToPoint(dest: number): void {
+    if (dest !== this.rank) this.pointToPoint.add(dest);
+  }
+
+  /**
+   * World rank `rank` closed its world, and everything it sent here has arrived (close.ts `tellLastSent` comes
+   * after it, down the same connection): a point-to-point receive naming it that nothing it sent matched never
+   * will be, and rejects with ClosedError, now or when posted; one from any rank, when every other rank closed
+   * so or died. The receives of its collectives, pools and close are left alone.
+   */
+  peerClosed(rank: number): void {
+    if (rank === this.rank || this.closedPeers.has(rank)) return;
+    this.closedPeers.add(rank);
+    const gone = (r: number) => r === this.rank || this.closedPeers.has(r) || this.dead.has(r);
+    for (const [context, m] of this.matchers) {
+      if (context === CLOSE_CONTEXT) continue;
+      const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
+      if (context >= WORLD_CONTEXTS && !members) continue;
+      const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
+      if (offset !== CONTEXT.user) continue;
+      const there = members ? members.indexOf(rank) : rank;
+      if (there < 0) continue;
+      const everyone = members ?? Array.from({ length: this.size }, (_, r) => r);
+      m.peerLeft(
+        there,
+        everyone.every(gone),
+        (call) =>
+          new ClosedError(
+            `${call}: rank ${there} closed its world, and nothing it sent here matches (check the send's tag and dest)`,
+          ),
+      );
+    }
+  }
+
   /** True when a message this rank sent waits behind a send in flight (Transport `held`). */
   get sendsHeld(): boolean {
     return this.transport?.held ?? false;
@@ -375,6 +418,7 @@ export class Router {
     if (!this.closing) {
       for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");
       tellLeaving(this);
+      tellLastSent(this, this.pointToPoint);
       this.closing = this.transport?.flush() ?? Promise.resolve();
       finishClose(this, this.transport).catch((e: unknown) => {
         process.emitWarning(`workpool rank ${this.rank}: close failed: ${(e as Error).message}`);

@@ -262,6 +262,7 @@ export class Communicator implements AsyncDisposable {
       this.checkOpen("send");
       checkRank("send", "dest", dest, false, this.size);
       checkTag("send", "tag", tag, false);
+      this.router.notePointToPoint(this.worldRankOf(dest));
       return this.sendIn(this.userContext, dest, tag, data, "send");
     } catch (e) {
       return Promise.reject(e);
@@ -301,6 +302,7 @@ export class Communicator implements AsyncDisposable {
       checkTag("sendrecv", "tag", tag, true);
       this.checkAlive(dest, "sendrecv");
       const bytes = encodeMessage(this.rank, this.userContext, sendTag, data, "sendrecv");
+      this.router.notePointToPoint(this.worldRankOf(dest));
       const sent = this.router.hand(this.worldRankOf(dest), bytes, true, "sendrecv") ?? RESOLVED;
       const received = this.router.matcher(this.userContext).receive(source, tag, opts.signal, "sendrecv");
       return Promise.all([sent, received]).then(([, m]) => m as Message<T>);

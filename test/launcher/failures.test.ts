@@ -110,3 +110,15 @@ test("a one-rank job whose recv nothing can match ends with status 13 and says w
       "(from rank 0, tag 5): nothing was left that could send it",
   );
 });
+
+for (const any of [false, true]) {
+  test(`a recv from ${any ? "any rank" : "rank 1"} whose sender closed without a match fails at once, naming it`, async (t) => {
+    const r = await run(["-n", "2", "--timeout", "60", fixture("recv-closed.ts"), ...(any ? ["any"] : [])]);
+    t.is(r.code, 1, r.stderr);
+    t.is(
+      linesOf(r.stderr).at(-1),
+      `workpool: rank 0 failed (exit code 1): ClosedError: recv (from ${any ? "any rank" : "rank 1"}, tag 5): ` +
+        "rank 1 closed its world, and nothing it sent here matches (check the send's tag and dest)",
+    );
+  });
+}
