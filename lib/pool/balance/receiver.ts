@@ -447,8 +447,14 @@ export class ReceiverInitiated implements Balancer {
         const n = this.stopped ? 0 : deals ? Math.min(1, even) : even;
         left--;
         opening[dest] = n > 0 ? SERVED : 0;
+        // Dealt one, it asks again when that one ends, as a rank that asked would (`awaited`).
+        if (deals && n > 0) this.noteAsker(dest, true);
         this.give(dest, n, deals ? DEALT : undefined);
       }
+      // Dealt one each, as asks would have been: this rank deals the rest likewise (`standBy`). (Under load, 4
+      // ranks slow to start all got theirs unasked, and this one ran its own tasks while theirs were long.)
+      if (this.dealtCount > 0 && !this.dealingOver && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank())
+        this.host.dealing = true;
       this.unanswered = 0;
     }
     this.host.release();
