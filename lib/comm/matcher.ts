@@ -52,6 +52,8 @@ export class Matcher {
   private readonly dead = new Map<number, (call: string) => Error>();
   /** Every other source closed or died (`peerLeft`): what a receive from any source rejects with. */
   private noneLeft: ((call: string) => Error) | undefined;
+  /** Of `dead`, the sources that closed (`peerLeft`). */
+  private readonly left = new Set<number>();
 
   /** Number of messages waiting for a receive. */
   get size(): number {
@@ -130,7 +132,9 @@ export class Matcher {
     const m = this.take(source, tag);
     if (m) return Promise.resolve(m);
     const dead = source === ANY ? this.noneLeft : this.dead.get(source);
-    if (dead) return Promise.reject(dead(call));
+    // (A closed source's error names the receive as a pending one's does: `recv (from rank 1, tag 5)`.)
+    if (dead)
+      return Promise.reject(dead(source === ANY || this.left.has(source) ? described({ source, tag, call }) : call));
     return new Promise<Message>((resolve, reject) => {
       const p: Pending = { source, tag, call, resolve, reject, cleanup: undefined };
       if (signal) {
@@ -190,6 +194,7 @@ export class Matcher {
   peerLeft(source: number, allGone: boolean, error: (call: string) => Error): void {
     if (this.dead.has(source)) return;
     this.dead.set(source, error);
+    this.left.add(source);
     if (allGone) this.noneLeft = error;
     const kept: Pending[] = [];
     const ended: Pending[] = [];

@@ -32,6 +32,18 @@ function beyond(now: Map<string, number>, base: Map<string, number>): boolean {
 }
 
 /**
+ * The routers of this process, for one 'exit' listener: a process that ends while a receive waits, its world not
+ * closed, says which receive. A one-rank job whose recv no send will ever match has no socket to keep it alive,
+ * and node exits with status 13 (an unsettled top-level await), saying nothing (its 'exit' listeners see 0).
+ * Any other status has a cause of its own.
+ */
+const ROUTERS = new Set<Router>();
+process.on("exit", (code) => {
+  if (code !== 0 && code !== 13) return;
+  for (const router of ROUTERS) router.sayWaiting();
+});
+
+/**
  * One process's messaging, shared by the world and every communicator split from it: the transport, the
  * matcher or listener of each context, what `close` counts (close.ts runs it), the ranks gone (departures.ts;
  * their deaths are applied here, to the matchers), and the failure of the receive loop. Ranks here are world
@@ -92,18 +104,18 @@ export class Router {
     this.receivedFrom = new Array<number>(size).fill(0);
     this.departures = new Departures(rank, size);
     this.dead = this.departures.dead;
-    // A process that ends while a receive waits, its world not closed: a one-rank job whose recv no send will
-    // ever match has no socket to keep it alive, and node exits with status 13 (an unsettled top-level await),
-    // saying nothing (its 'exit' listeners see 0). Any other status has a cause of its own.
-    process.on("exit", (code) => {
-      if (this.closing || (code !== 0 && code !== 13)) return;
-      const waits = [...this.matchers.values()].flatMap((m) => m.describePending());
-      if (waits.length === 0) return;
-      process.stderr.write(
-        `workpool: rank ${this.rank}: the process ended while it waited in ${waits.join("; ")}: ` +
-          "nothing was left that could send it\n",
-      );
-    });
+    ROUTERS.add(this);
+  }
+
+  /** At exit: the receives still waiting here, unless the world was closed (see ROUTERS). */
+  sayWaiting(): void {
+    if (this.closing) return;
+    const waits = [...this.matchers.values()].flatMap((m) => m.describePending());
+    if (waits.length === 0) return;
+    process.stderr.write(
+      `workpool: rank ${this.rank}: the process ended while it waited in ${waits.join("; ")}: ` +
+        "nothing was left that could send it\n",
+    );
   }
 
   attach(transport: Transport): void {
@@ -170,6 +182,7 @@ export class Router {
     for (const [context, m] of this.matchers) {
       if (context !== CLOSE_CONTEXT && context >= WORLD_CONTEXTS && blockOf(context) === block) {
         for (const rank of this.dead.keys()) this.applyDeath(context, m, rank);
+        for (const rank of this.closedPeers) this.applyClosed(context, m, rank);
       }
     }
   }
@@ -187,6 +200,7 @@ export class Router {
       if (this.closing && context !== CLOSE_CONTEXT) m.close("the world was closed");
       else if (this.failureCause) m.fail(this.failedError);
       for (const rank of this.dead.keys()) this.applyDeath(context, m, rank, false);
+      for (const rank of this.closedPeers) this.applyClosed(context, m, rank);
       this.matchers.set(context, m);
     }
     return m;
@@ -335,25 +349,28 @@ export class Router {
   peerClosed(rank: number): void {
     if (rank === this.rank || this.closedPeers.has(rank)) return;
     this.closedPeers.add(rank);
+    for (const [context, m] of this.matchers) this.applyClosed(context, m, rank);
+  }
+
+  /** World rank `rank` closed (`peerClosed`): applied to the matcher of `context` if it is a point-to-point one. */
+  private applyClosed(context: number, m: Matcher, rank: number): void {
+    if (context === CLOSE_CONTEXT) return;
+    const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
+    if (context >= WORLD_CONTEXTS && !members) return;
+    const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
+    if (offset !== CONTEXT.user) return;
+    const there = members ? members.indexOf(rank) : rank;
+    if (there < 0) return;
     const gone = (r: number) => r === this.rank || this.closedPeers.has(r) || this.dead.has(r);
-    for (const [context, m] of this.matchers) {
-      if (context === CLOSE_CONTEXT) continue;
-      const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
-      if (context >= WORLD_CONTEXTS && !members) continue;
-      const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
-      if (offset !== CONTEXT.user) continue;
-      const there = members ? members.indexOf(rank) : rank;
-      if (there < 0) continue;
-      const everyone = members ?? Array.from({ length: this.size }, (_, r) => r);
-      m.peerLeft(
-        there,
-        everyone.every(gone),
-        (call) =>
-          new ClosedError(
-            `${call}: rank ${there} closed its world, and nothing it sent here matches (check the send's tag and dest)`,
-          ),
-      );
-    }
+    const everyone = members ?? Array.from({ length: this.size }, (_, r) => r);
+    m.peerLeft(
+      there,
+      everyone.every(gone),
+      (call) =>
+        new ClosedError(
+          `${call}: rank ${there} closed its world, and nothing it sent here matches (check the send's tag and dest)`,
+        ),
+    );
   }
 
   /** True when a message this rank sent waits behind a send in flight (Transport `held`). */
@@ -419,6 +436,7 @@ export class Router {
       for (const [context, m] of this.matchers) if (context !== CLOSE_CONTEXT) m.close("the world was closed");
       tellLeaving(this);
       tellLastSent(this, this.pointToPoint);
+      ROUTERS.delete(this);
       this.closing = this.transport?.flush() ?? Promise.resolve();
       finishClose(this, this.transport).catch((e: unknown) => {
         process.emitWarning(`workpool rank ${this.rank}: close failed: ${(e as Error).message}`);

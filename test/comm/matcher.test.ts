@@ -8,6 +8,7 @@ import { getEventListeners } from "node:events";
 import test from "ava";
 import { AbortError, ClosedError, RankFailedError } from "../../lib/errors.ts";
 import { ANY, Matcher, type Message } from "../../lib/comm/matcher.ts";
+import { Router } from "../../lib/comm/router.ts";
 import { seededRandom as rng } from "../../lib/pool/partner/random.ts";
 
 const msg = (source: number, tag: number, data: unknown): Message => ({ source, tag, data });
@@ -291,4 +292,47 @@ test("random schedules of deliver, receive, take and abort match a naive model (
     }
   }
   t.true(compared > 20000, `outcomes compared: ${compared}`);
+});
+
+test("peerLeft: receives naming a closed source reject, pending and later, unless its message is queued; ANY once all left", async (t) => {
+  const m = new Matcher();
+  const error = (call: string) => new ClosedError(`${call}: rank 1 closed its world`);
+  const pending = m.receive(1, 5, undefined, "recv");
+  const fromAny = m.receive(ANY, 5, undefined, "recv");
+  m.deliver(1, 6, "queued");
+  m.peerLeft(1, false, error);
+  t.is(await outcome(pending), "ClosedError: recv (from rank 1, tag 5): rank 1 closed its world");
+  t.is(
+    await outcome(m.receive(1, 5, undefined, "recv")),
+    "ClosedError: recv (from rank 1, tag 5): rank 1 closed its world",
+  );
+  t.deepEqual(await outcome(m.receive(1, 6, undefined, "recv")), msg(1, 6, "queued"), "what it sent is still taken");
+  // Another source is still there: a receive from any rank waits for it.
+  m.deliver(2, 5, "from 2");
+  t.deepEqual(await outcome(fromAny), msg(2, 5, "from 2"));
+  const waiting = m.receive(ANY, 7, undefined, "recv");
+  m.peerLeft(2, true, (call) => new ClosedError(`${call}: rank 2 closed its world`));
+  t.is(await outcome(waiting), "ClosedError: recv (from any rank, tag 7): rank 2 closed its world");
+  t.is(
+    await outcome(m.receive(ANY, ANY, undefined, "recv")),
+    "ClosedError: recv (from any rank): rank 2 closed its world",
+  );
+  t.is(m.waiting, 0);
+});
+
+test("a rank's close told before this rank first receives still rejects that receive (Router peerClosed)", async (t) => {
+  const router = new Router(0, 2);
+  router.peerClosed(1);
+  t.is(
+    await outcome(router.matcher(0).receive(1, 5, undefined, "recv")),
+    "ClosedError: recv (from rank 1, tag 5): rank 1 closed its world, and nothing it sent here matches (check the send's tag and dest)",
+  );
+  t.is(
+    await outcome(router.matcher(0).receive(ANY, 5, undefined, "recv")),
+    "ClosedError: recv (from any rank, tag 5): rank 1 closed its world, and nothing it sent here matches (check the send's tag and dest)",
+  );
+  // Collectives and pools have their own ways: their receives are left alone.
+  const collective = router.matcher(1).receive(1, 5, undefined, "allreduce");
+  router.matcher(1).deliver(1, 5, "late");
+  t.deepEqual(await outcome(collective), msg(1, 5, "late"));
 });
