@@ -117,7 +117,7 @@ function sampledIndices(n: number): number[] {
 }
 
 /**
- * A hash of each sampled item (`sampledIndices`) as encoded: every rank must give the same items, and items made
+ * A hash of each sampled item (`sampledIndices`) as encoded (its length and first HASHED_BYTES bytes): every rank must give the same items, and items made
  * on each rank from its own state (\`Math.random()\`, a rank's clock) differ in content, not in count, which the
  * loop alone checks. Undefined when an item cannot be encoded (items never travel, so they need not be data).
  */
@@ -129,11 +129,14 @@ function sampleItems(items: readonly unknown[]): number[] | undefined {
   }
 }
 
+/** FNV-1a of an item's length and its first HASHED_BYTES bytes (a large item costs no more to compare). */
 function fnv1a(bytes: Uint8Array): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < bytes.length; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
+  let h = Math.imul(0x811c9dc5 ^ bytes.length, 0x01000193);
+  const end = Math.min(bytes.length, HASHED_BYTES);
+  for (let i = 0; i < end; i++) h = Math.imul(h ^ (bytes[i] as number), 0x01000193);
   return h >>> 0;
 }
+const HASHED_BYTES = 4096;
 
 /** Per pool on this rank: maps begun, and batches that arrived for a map not begun here yet. */
 interface MapState {
