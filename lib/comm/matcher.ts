@@ -1,5 +1,8 @@
 import { AbortError, ClosedError } from "../errors.ts";
 
+/** A timer that only keeps the process alive (`receive` with a signal): as long as node allows. */
+const KEEP_ALIVE_MS = 2 ** 31 - 1;
+
 /** Wildcard for `source` or `tag` in a receive. */
 export const ANY = -1;
 
@@ -138,13 +141,21 @@ export class Matcher {
     return new Promise<Message>((resolve, reject) => {
       const p: Pending = { source, tag, call, resolve, reject, cleanup: undefined };
       if (signal) {
+        // The process stays up while the receive waits for its signal: `AbortSignal.timeout`'s timer keeps
+        // nothing alive, so a one-rank job (no socket) ended before its timeout could fire, where ranks of a
+        // larger one got their AbortError.
+        const alive = setInterval(() => {}, KEEP_ALIVE_MS);
         const onAbort = () => {
+          clearInterval(alive);
           const i = this.pending.indexOf(p);
           if (i >= 0) this.pending.splice(i, 1);
           reject(new AbortError(`${call} aborted`, { cause: signal.reason }));
         };
         signal.addEventListener("abort", onAbort, { once: true });
-        p.cleanup = () => signal.removeEventListener("abort", onAbort);
+        p.cleanup = () => {
+          clearInterval(alive);
+          signal.removeEventListener("abort", onAbort);
+        };
       }
       this.pending.push(p);
     });

@@ -218,6 +218,7 @@ export class Pool<T = unknown> {
     if (typeof handler !== "function") {
       throw new InvalidArgumentError(`run: handler must be a function; got ${describe(handler)}`);
     }
+    checkRunOptions(options);
     const results = Results.of(options.reduce as RunOptions["reduce"]);
     const concurrency = runConcurrency(options as RunOptions<unknown>, this.config);
     if (this.engine || this.gathering) {
@@ -477,5 +478,19 @@ function specError(e: unknown, spec: string | undefined, size: number): unknown 
     return own instanceof ConfigError
       ? new ConfigError(`environment variable ${ENV.pool}=${JSON.stringify(spec)}: ${own.message}`)
       : e;
+  }
+}
+
+const RUN_OPTIONS = ["concurrency", "signal", "reduce", "gather"];
+
+/** `run`'s options: an object of known keys (a misspelt `reduce` ran with the default sum, and said nothing). */
+function checkRunOptions(options: unknown): void {
+  if (typeof options !== "object" || options === null) {
+    throw new InvalidArgumentError(`run: options must be an object; got ${describe(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (!RUN_OPTIONS.includes(key)) {
+      throw new InvalidArgumentError(`run: unknown option \`${key}\` (known: ${RUN_OPTIONS.join(", ")})`);
+    }
   }
 }

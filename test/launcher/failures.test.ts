@@ -122,3 +122,11 @@ for (const any of [false, true]) {
     );
   });
 }
+
+for (const n of [1, 2]) {
+  test(`a recv with a timeout signal that nothing matches rejects with AbortError on ${n} rank${n > 1 ? "s" : ""}`, async (t) => {
+    const r = await run(["-n", String(n), "--timeout", "60", fixture("recv-timeout.ts")]);
+    t.is(r.code, 0, r.stderr);
+    t.is(linesOf(r.stdout).filter((l) => /^\[\d\] recv aborted$/.test(l)).length, n, r.stdout);
+  });
+}
