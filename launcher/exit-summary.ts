@@ -53,7 +53,11 @@ export function jobEnd(input: SummaryInput): JobEnd {
   if (outcome === undefined) return { status: 0 };
   if ("stop" in outcome)
     return { status: outcome.stop.status, line: outcome.stop.reason, summary: outcome.stop.reason };
-  const { failure } = outcome;
+  // A task's failure fails every rank: name the rank the task failed on, if it failed on its own too, not
+  // whichever rank exited first (which read "rank 1 failed: TaskError: task 77 failed on rank 0").
+  const origin = taskOrigin(input.ranks[outcome.failure.rank]?.lastError);
+  const failure =
+    (origin !== undefined && outcome.own.find((f) => f.rank === origin && !input.survived(f.rank))) || outcome.failure;
   // The stack above may be another rank's, if it failed the same way and reported first: say whose it is.
   const printedBy = input.printedBy(input.ranks[failure.rank]?.lastError);
   const whose = printedBy !== undefined && printedBy !== failure.rank ? printedBy : undefined;
@@ -66,6 +70,12 @@ export function jobEnd(input: SummaryInput): JobEnd {
         : 1;
   const same = whose === undefined ? "" : ` (the same error as ${input.where(whose)}'s, printed above)`;
   return { status, line: `${line}${same}`, summary: line };
+}
+
+/** The rank a TaskError names as the one its task failed on (`TaskError: task 7 failed on rank 2: ...`). */
+function taskOrigin(error: string | undefined): number | undefined {
+  const m = error === undefined ? null : /^TaskError: task .* failed on rank (\d+)(?::|$)/m.exec(error);
+  return m ? Number(m[1]) : undefined;
 }
 
 /**
