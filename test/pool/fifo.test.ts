@@ -7,7 +7,7 @@
 import test from "ava";
 import { fixture, resultLines, run } from "../helpers/run.ts";
 
-test("order=fifo on 2 ranks: both ranks run the first tasks put", async (t) => {
+test("order=fifo on 2 ranks: after a steal both ranks go on from where it began, in put order", async (t) => {
   const r = await run(["-n", "2", "--timeout", "60", fixture("pool-fifo.ts")]);
   t.is(r.code, 0, r.stderr);
   const lines = resultLines<{ rank: number; ran: number[] }>(r.stdout);
@@ -18,10 +18,13 @@ test("order=fifo on 2 ranks: both ranks run the first tasks put", async (t) => {
     Array.from({ length: 400 }, (_, i) => i),
     "every task once",
   );
-  for (const l of lines) {
-    // Each rank ran a fair part of the first 40: neither jumped far ahead in the order. (Not each rank's whole
-    // order: tasks it steals back later may be older than some it ran.)
-    const early = l.ran.filter((i) => i < 40).length;
-    t.true(early >= 10, `rank ${l.rank} ran ${early} of tasks 0-39: ${JSON.stringify(l.ran.slice(0, 30))}`);
-  }
+  // Where the first steal began, the first task rank 1 ran: after it, both ranks go on from there, every other
+  // task each (given the oldest half in order, rank 0 went on some 200 tasks further). Whenever the steal came.
+  const ran = (rank: number) => lines.find((l) => l.rank === rank)?.ran ?? [];
+  const stolen = ran(1)[0];
+  if (stolen === undefined) return t.fail(`rank 1 got no work: ${JSON.stringify(ran(0).slice(0, 30))}`);
+  const next = ran(0).find((i) => i > stolen);
+  const shown = JSON.stringify({ 0: ran(0).slice(0, 40), 1: ran(1).slice(0, 20) });
+  t.true(next !== undefined && next < stolen + 10, `rank 0 went on at ${next} after the steal at ${stolen}: ${shown}`);
+  t.true(ran(1).length < 2 || (ran(1)[1] as number) < stolen + 10, `rank 1 went on after ${stolen}: ${shown}`);
 });
