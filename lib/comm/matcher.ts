@@ -186,14 +186,10 @@ export class Matcher {
   peerDied(source: number, error: (call: string) => Error, everyPending = false): void {
     if (this.dead.has(source)) return;
     this.dead.set(source, error);
-    const kept: Pending[] = [];
-    const ended: Pending[] = [];
-    for (const p of this.pending) (everyPending || p.source === ANY || p.source === source ? ended : kept).push(p);
-    this.pending = kept;
-    for (const p of ended) {
-      p.cleanup?.();
-      p.reject(error(p.call));
-    }
+    this.endPending(
+      (p) => everyPending || p.source === ANY || p.source === source,
+      (p) => error(p.call),
+    );
   }
 
   /**
@@ -207,13 +203,21 @@ export class Matcher {
     this.dead.set(source, error);
     this.left.add(source);
     if (allGone) this.noneLeft = error;
+    this.endPending(
+      (p) => p.source === source || (allGone && p.source === ANY),
+      (p) => error(described(p)),
+    );
+  }
+
+  /** Rejects, with `error(p)`, every pending receive `p` that `ends`; the others go on waiting. */
+  private endPending(ends: (p: Pending) => boolean, error: (p: Pending) => Error): void {
     const kept: Pending[] = [];
     const ended: Pending[] = [];
-    for (const p of this.pending) (p.source === source || (allGone && p.source === ANY) ? ended : kept).push(p);
+    for (const p of this.pending) (ends(p) ? ended : kept).push(p);
     this.pending = kept;
     for (const p of ended) {
       p.cleanup?.();
-      p.reject(error(described(p)));
+      p.reject(error(p));
     }
   }
 

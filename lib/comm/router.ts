@@ -325,14 +325,29 @@ export class Router {
       m.peerDied(rank, (call) => this.departures.deadError(rank, rank, call), pending);
       return;
     }
-    const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
-    if (context >= WORLD_CONTEXTS && !members) return;
-    const there = members ? members.indexOf(rank) : rank;
-    if (there < 0) return;
-    const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
+    const place = this.placeOf(context, rank);
+    if (!place) return;
+    const { there, offset } = place;
     const error = (call: string) => this.departures.deadError(rank, there, call, offset === CONTEXT.collective);
     if (offset === CONTEXT.collective) m.fail(error);
     else m.peerDied(there, error);
+  }
+
+  /**
+   * Where world rank `rank` is in `context`: its rank `there` in that context's communicator (whose `members`, in
+   * world ranks, a communicator from split has), and the context's `offset` in its block (CONTEXT); undefined
+   * when the communicator is not made here yet or `rank` is not in it.
+   */
+  private placeOf(
+    context: number,
+    rank: number,
+  ): { there: number; offset: number; members: readonly number[] | undefined } | undefined {
+    const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
+    if (context >= WORLD_CONTEXTS && !members) return undefined;
+    const there = members ? members.indexOf(rank) : rank;
+    if (there < 0) return undefined;
+    const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
+    return { there, offset, members };
   }
 
   /** This rank sends world rank `dest` a point-to-point message (a communicator's `send`, `sendrecv`). */
@@ -355,12 +370,9 @@ export class Router {
   /** World rank `rank` closed (`peerClosed`): applied to the matcher of `context` if it is a point-to-point one. */
   private applyClosed(context: number, m: Matcher, rank: number): void {
     if (context === CLOSE_CONTEXT) return;
-    const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
-    if (context >= WORLD_CONTEXTS && !members) return;
-    const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
-    if (offset !== CONTEXT.user) return;
-    const there = members ? members.indexOf(rank) : rank;
-    if (there < 0) return;
+    const place = this.placeOf(context, rank);
+    if (!place || place.offset !== CONTEXT.user) return;
+    const { there, members } = place;
     const gone = (r: number) => r === this.rank || this.closedPeers.has(r) || this.dead.has(r);
     const everyone = members ?? Array.from({ length: this.size }, (_, r) => r);
     m.peerLeft(

@@ -453,8 +453,7 @@ export class ReceiverInitiated implements Balancer {
       }
       // Dealt one each, as asks would have been: this rank deals the rest likewise (`standBy`). (Under load, 4
       // ranks slow to start all got theirs unasked, and this one ran its own tasks while theirs were long.)
-      if (this.dealtCount > 0 && !this.dealingOver && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank())
-        this.host.dealing = true;
+      if (this.dealtCount > 0 && this.mayDeal()) this.host.dealing = true;
       this.unanswered = 0;
     }
     this.host.release();
@@ -592,8 +591,7 @@ export class ReceiverInitiated implements Balancer {
     const standing = this.cancelStandBy !== undefined;
     // Before its first task, with MIN_DEALING_RANKS or more, a rank holding few tasks a rank deals them one at a
     // time.
-    const dealing =
-      !this.dealingOver && dealsAt(this.host.rt.size) && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank();
+    const dealing = this.mayDeal();
     if (dealing) this.host.dealing = true;
     const n = this.askShare(movable, load, demand, coming, standing, dealing, opening);
     this.noteAsker(source, dealing && n > 0 && load === 0);
@@ -939,6 +937,16 @@ export class ReceiverInitiated implements Balancer {
   private askerRan(meanMs: number): void {
     if (meanMs > this.askersMeanMs) this.askersMeanMs = meanMs;
     if (meanMs <= LONG_TASK_MS) this.endDealing();
+  }
+
+  /**
+   * This rank deals what it holds one task at a time (`standBy`): enough ranks (MIN_DEALING_RANKS), none of its
+   * own tasks run yet, few tasks a rank, and dealing not over for this run.
+   */
+  private mayDeal(): boolean {
+    return (
+      !this.dealingOver && dealsAt(this.host.rt.size) && this.host.rt.stats.tasksExecuted === 0 && this.fewTasksARank()
+    );
   }
 
   /** `source` asked; `dealt`: it held nothing and was dealt a task, so it will ask again when that task ends. */
