@@ -964,7 +964,7 @@ export class ReceiverInitiated implements Balancer {
    * centralized pool's working coordinator does until its workers' task times are known (coordinator.ts
    * `standsBy`): 16 emulated ranks, 40 tasks of 0.2-3 s put with their times as priorities, the dealer ran its
    * own 1.9 s task after its first 1 s stand-by, the other 15 finished their first tasks in 2.0-2.9 s, and all
-   * waited for it: 1.40-1.63x the bound, against 1.07 for the ideal. Not in a pool that survives deaths (a rank
+   * waited for it: 1.42-1.69x the bound, against 1.07 for the ideal. Not in a pool that survives deaths (a rank
    * dealt to may never come back), nor once an asker has said how long its tasks take (the wait then follows
    * from that).
    */
