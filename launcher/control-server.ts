@@ -75,6 +75,8 @@ export class ControlServer {
   private droppedStrangers = 0;
   /** What a connection is still to be sent, when its socket could not take it all at once (see `send`). */
   private readonly backlog = new Map<Socket, Buffer>();
+  /** The records broadcast to each rank so far (a rank in `skip` is not counted): see `toldTo`. */
+  private readonly told: number[];
   /** Every line broadcast so far, in order: a connection accepted later is sent them all first. */
   private readonly broadcasts: string[] = [];
   private readonly token: Buffer;
@@ -88,6 +90,7 @@ export class ControlServer {
     private readonly opts: ControlServerOptions,
   ) {
     this.token = Buffer.from(opts.token);
+    this.told = new Array<number>(opts.size).fill(0);
     server.on("connection", (socket) => this.accept(socket));
     // A failed accept (out of descriptors) loses that rank's reports, not the job.
     server.on("error", (e) => process.emitWarning(`workpool: control server at ${address}: ${e.message}`));
@@ -115,7 +118,13 @@ export class ControlServer {
   broadcast(record: LauncherRecord, skip?: ReadonlySet<number>): void {
     const text = `${JSON.stringify(record)}\n`;
     this.broadcasts.push(text);
+    for (let r = 0; r < this.opts.size; r++) if (!skip?.has(r)) this.told[r]!++;
     for (const [socket, rank] of this.ranks) if (!skip?.has(rank)) this.send(socket, Buffer.from(text));
+  }
+
+  /** How many records `broadcast` addressed to `rank` so far: a rank that read fewer has more to read. */
+  toldTo(rank: number): number {
+    return this.told[rank] ?? 0;
   }
 
   /**

@@ -16,6 +16,7 @@ import { ProgressLine } from "./progress.ts";
 import { type Rank, type RankOutput, startRank } from "./rank.ts";
 import { RecordDispatch } from "./record-dispatch.ts";
 import { Shrinks } from "./shrink.ts";
+import { Stalls } from "./stalls.ts";
 import { StopPolicy } from "./stop-policy.ts";
 import { Survival } from "./survival.ts";
 import { TraceParts } from "./trace-merge.ts";
@@ -110,7 +111,8 @@ interface Supervision {
 export async function runJob(opts: JobOptions): Promise<number> {
   const setup = await setUp(opts);
   const ranks: Rank[] = [];
-  const parts = await supervise(opts, setup, ranks);
+  // A deadlock found (stalls.ts) stops the job as the timeout does; it comes once ranks run, so after `policy` is made.
+  const parts = await supervise(opts, setup, ranks, (reason, status) => policy.stop(reason, status));
   const { watch, survival, shrinks, control, output } = parts;
   const heartbeatMs = (opts.heartbeatSeconds ?? DEFAULT_HEARTBEAT_SECONDS) * 1000;
   const policy = new StopPolicy({
@@ -152,7 +154,12 @@ export async function runJob(opts: JobOptions): Promise<number> {
  * Makes what watches the ranks, and starts the control server that brings it their records (the live view, the
  * survival of deaths, shrinks, leavers, the trace, the progress line).
  */
-async function supervise(opts: JobOptions, setup: Setup, ranks: readonly Rank[]): Promise<Supervision> {
+async function supervise(
+  opts: JobOptions,
+  setup: Setup,
+  ranks: readonly Rank[],
+  stop: (reason: string, status: number) => void,
+): Promise<Supervision> {
   const { dir, backend, rendezvous, where } = setup;
   const watch = new JobWatch({
     np: opts.np,
@@ -188,8 +195,28 @@ async function supervise(opts: JobOptions, setup: Setup, ranks: readonly Rank[])
   });
   const trace = opts.trace ? new TraceParts(join(dir, "trace"), opts.trace, write) : undefined;
   const leavers = new Leavers((record, skip) => control.broadcast(record, skip));
+  const stalls = new Stalls({
+    np: opts.np,
+    running: (rank) => ranks[rank]?.exited === false && !survival.isDead(rank),
+    anyDied: () => survival.anyDead,
+    toldTo: (rank) => control.toldTo(rank),
+    where,
+    deadlock: (reason) => stop(reason, 1),
+  });
   const { np, prefix } = opts;
-  const dispatch = new RecordDispatch({ np, ranks, prefix, write, watch, survival, shrinks, leavers, trace, progress });
+  const dispatch = new RecordDispatch({
+    np,
+    ranks,
+    prefix,
+    write,
+    watch,
+    survival,
+    shrinks,
+    leavers,
+    stalls,
+    trace,
+    progress,
+  });
   const token = randomBytes(18).toString("base64url");
   const control = await ControlServer.listen({
     address: backend.controlAddress,

@@ -4,6 +4,7 @@ import type { Leavers } from "./leavers.ts";
 import type { ProgressLine } from "./progress.ts";
 import type { Rank } from "./rank.ts";
 import type { Shrinks } from "./shrink.ts";
+import type { Stalls } from "./stalls.ts";
 import type { StatsRecord } from "./stats-table.ts";
 import type { Survival } from "./survival.ts";
 import type { TraceParts } from "./trace-merge.ts";
@@ -21,6 +22,8 @@ export interface RecordDispatchOptions {
   readonly survival: Survival;
   readonly shrinks: Shrinks;
   readonly leavers: Leavers;
+  /** The deadlock check, which reads the ranks' `waits`. */
+  readonly stalls: Stalls;
   /** Where trace events go (`--trace`). */
   readonly trace: TraceParts | undefined;
   /** The progress line, when it is shown. */
@@ -96,6 +99,8 @@ export class RecordDispatch {
         return this.opts.leavers.leaving(r.rank, record.p);
       case "shrink":
         return this.opts.shrinks.ask(r.rank, record.n, record.b);
+      case "waits":
+        return this.opts.stalls.waits(r.rank, record);
       default: {
         // Every kind has its case: one added to RankRecord and not here fails to compile.
         const unhandled: never = record;

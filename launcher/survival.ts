@@ -45,6 +45,11 @@ export class Survival {
     return this.deaths.has(rank);
   }
 
+  /** Whether any rank died and the job went on without it. */
+  get anyDead(): boolean {
+    return this.deaths.size > 0;
+  }
+
   /** A tolerate record's `essential` ranks (checked: lib/control/records.ts), from any rank. */
   tolerate(essential: readonly number[]): void {
     this.tolerating = true;

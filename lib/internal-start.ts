@@ -27,5 +27,6 @@ export type {
   ShrunkRecord,
   StatsReport,
   UncheckedRecord,
+  WaitsRecord,
 } from "./control/records.ts";
 export { readRankRecord } from "./control/records.ts";

@@ -68,9 +68,24 @@ export class Matcher {
     return this.pending.length;
   }
 
-  /** The receives waiting, as `recv (from rank 1, tag 5)`: for a message saying what a process waits for. */
-  describePending(): string[] {
-    return this.pending.map(described);
+  /**
+   * The receives waiting, as `recv (from rank 1, tag 5)`: for a message saying what a process waits for.
+   * `tags` false: without the tag (a collective's is its sequence number, which says nothing to the app);
+   * `call`: named so, whatever call posted them.
+   */
+  describePending(tags = true, call?: string): string[] {
+    return this.pending.map((p) => described({ source: p.source, tag: tags ? p.tag : ANY, call: call ?? p.call }));
+  }
+
+  /** The messages no receive took, by sender and tag, as `from rank 0, tag 5` (`(3 messages)` when more). */
+  describeQueued(): string[] {
+    const out: string[] = [];
+    for (const [source, q] of this.bySource) {
+      const byTag = new Map<number, number>();
+      for (const m of q.list()) byTag.set(m.tag, (byTag.get(m.tag) ?? 0) + 1);
+      for (const [tag, n] of byTag) out.push(`from rank ${source}, tag ${tag}${n > 1 ? ` (${n} messages)` : ""}`);
+    }
+    return out;
   }
 
   deliver(source: number, tag: number, data: unknown): void {
@@ -261,6 +276,11 @@ class SourceQueue {
 
   at(i: number): Queued {
     return this.items[i] as Queued;
+  }
+
+  /** The messages queued, oldest first. */
+  list(): Queued[] {
+    return this.items.slice(this.head) as Queued[];
   }
 
   removeAt(i: number): Queued {

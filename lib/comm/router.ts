@@ -5,6 +5,7 @@ import { decodeFrame, decodeSplit } from "./codec.ts";
 import { blockOf, CLOSE_CONTEXT, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
 import { Departures } from "./departures.ts";
 import { ANY, Matcher } from "./matcher.ts";
+import { type StallSite, StallWatch } from "./stall.ts";
 import type { Transport } from "./transport.ts";
 import { appZmqWaiting } from "./zmq-activity.ts";
 
@@ -50,12 +51,12 @@ process.on("exit", (code) => {
  * ranks; a communicator translates its own before calling in. The `source` of a message is the sender's rank in
  * the communicator it was sent in (the header carries it), so receives see their communicator's ranks.
  */
-export class Router {
+export class Router implements StallSite {
   /** This process's world rank and the world's size. */
   readonly rank: number;
   readonly size: number;
   private transport: Transport | undefined;
-  private readonly matchers = new Map<number, Matcher>();
+  readonly matchers = new Map<number, Matcher>();
   private readonly listeners = new Map<number, ContextListener>();
   /** Messages sent to each other rank, and received from other ranks (`close`'s own excepted). */
   readonly sentTo: number[];
@@ -64,6 +65,9 @@ export class Router {
   /** World ranks that closed after their last point-to-point message to this one arrived (`peerClosed`). */
   private readonly closedPeers = new Set<number>();
   received = 0;
+  /** Every message handed to each other rank, and every one that reached this rank, close's too (stall.ts). */
+  readonly wireSent: number[];
+  wireReceived = 0;
   /** Of `received`, those from each world rank; the rest are `unplaced`'s. */
   readonly receivedFrom: number[];
   /**
@@ -101,6 +105,7 @@ export class Router {
     this.rank = rank;
     this.size = size;
     this.sentTo = new Array<number>(size).fill(0);
+    this.wireSent = new Array<number>(size).fill(0);
     this.receivedFrom = new Array<number>(size).fill(0);
     this.departures = new Departures(rank, size);
     this.dead = this.departures.dead;
@@ -136,6 +141,7 @@ export class Router {
    * rank that died (`peerDied`) is dropped: it was on its way when the death was told.
    */
   private readonly onRemote = (source: number, context: number, tag: number, data: unknown): void => {
+    this.wireReceived++;
     const from = this.senderOf(source, context);
     if (from !== undefined && this.dead.size > 0 && this.dead.has(from)) return;
     if (context === CLOSE_CONTEXT && tag === LAST_SENT_TAG) {
@@ -242,6 +248,7 @@ export class Router {
       if (this.closing) throw new ClosedError(`${call}: the world is closed`);
       this.sentTo[dest]!++;
     }
+    this.wireSent[dest]!++;
     const backPressure = t.enqueue(dest, bytes);
     if (backPressure === undefined) return undefined;
     // Waiting for a slow peer to take what was sent is not idle (watchIdle).
@@ -410,7 +417,9 @@ export class Router {
    * socket of the app's (zmq-activity.ts: Node does not list those), or any resource keeping the
    * event loop alive beyond what it was at start (stdio pipes), such as a timer, a socket or a child process
    * of the app's. Twice in a row nothing: the app is done but did not close, or waits on a promise nothing
-   * can settle. The rank says so and exits 1, so the launcher names it and brings the job down.
+   * can settle. The rank says so and exits 1, so the launcher names it and brings the job down. Receives or
+   * collectives waiting and nothing else: the rank waits on messages alone, which the launcher is told for its
+   * deadlock check (stall.ts), in close too.
    */
   private watchIdle(): void {
     // process.stdout and process.stderr make their pipes when first used: made now, they are in the baseline, so an
@@ -419,15 +428,18 @@ export class Router {
     void process.stdout;
     void process.stderr;
     const baseline = resourceCounts(true);
+    const stalls = this.size > 1 ? new StallWatch(this) : undefined;
     let strikes = 0;
     const timer = setInterval(() => {
-      if (this.closing || this.failureCause) {
+      if (this.failureCause || this.transport?.isClosed) {
         clearInterval(timer);
         return;
       }
-      let waiting = this.holds + appZmqWaiting();
+      let waiting = 0;
       for (const m of this.matchers.values()) waiting += m.waiting;
-      if (waiting > 0 || beyond(resourceCounts(), baseline)) {
+      const busy = this.holds + appZmqWaiting() > 0 || beyond(resourceCounts(), baseline);
+      stalls?.check(waiting > 0 && !busy);
+      if (this.closing || waiting > 0 || busy) {
         strikes = 0;
         return;
       }

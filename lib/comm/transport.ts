@@ -107,6 +107,11 @@ export class Transport {
   private readonly pumping = new Set<Outbox>();
   private closed = false;
 
+  /** Whether `close` began: nothing more leaves or arrives. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   private constructor(inbox: Zmq.Pull, endpoint: string, key: JobKey | undefined) {
     this.inbox = inbox;
     this.endpoint = endpoint;

@@ -80,6 +80,8 @@ export class ControlChannel {
   private backlog: Buffer[] = [];
   /** The timer that tries `backlog` again; it keeps the process alive while set. */
   private retry: NodeJS.Timeout | undefined;
+  /** Lines read from the launcher (each a record), for the deadlock check (lib/comm/stall.ts). */
+  heard = 0;
   private readonly flushed = () => {
     if (this.connected && this.socket.writableLength === 0) this.socket.unref();
   };
@@ -124,6 +126,7 @@ export class ControlChannel {
         } catch {
           continue;
         }
+        this.heard++;
         const record = readLauncherRecord(parsed);
         if (record) this.take(record);
       }

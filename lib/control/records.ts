@@ -97,6 +97,23 @@ export interface ShrinkRecord {
   readonly b: number;
 }
 
+/**
+ * What a rank waits in, for the launcher's deadlock check (launcher/stalls.ts; lib/comm/stall.ts sends it). `w`:
+ * the waits, as `recv (from rank 1, tag 5)`; empty once it no longer waits on messages alone (nothing else is
+ * sent then). `q`: the messages it holds that no receive took, as `from rank 0, tag 5`. `o`: the messages it
+ * handed to each other rank so far, as flat [rank, count] pairs (those it sent none left out); `i`: the messages
+ * that reached it. `l`: the records of the launcher's it has read. `s` numbers its reports.
+ */
+export interface WaitsRecord {
+  readonly t: "waits";
+  readonly s: number;
+  readonly w: readonly string[];
+  readonly q: readonly string[];
+  readonly o: readonly number[];
+  readonly i: number;
+  readonly l: number;
+}
+
 /** One pool's figures in a live sample: counts are cumulative over the pool's runs on this rank (live.ts). */
 export interface LivePool {
   readonly pool: string;
@@ -139,6 +156,7 @@ export type RankRecord =
   | RedealtRecord
   | LeavingRecord
   | ShrinkRecord
+  | WaitsRecord
   | LiveSample;
 
 // Launcher to rank.
@@ -245,11 +263,28 @@ export function readRankRecord(record: unknown, size: number): RankRecord | stri
       const { n, b } = record;
       return isInteger(n) && isInteger(b) ? { t: "shrink", n, b } : "a shrink record without its number and context";
     }
+    case "waits":
+      return readWaits(record, size);
     case "live":
       return readLiveSample(record);
     default:
       return `a record of a kind the launcher does not know (${JSON.stringify(record.t)})`;
   }
+}
+
+/** Strings, none longer than MAX_WAIT_TEXT (a rank's own words, printed by the launcher as they are). */
+const isTexts = (v: unknown): v is readonly string[] =>
+  Array.isArray(v) && v.every((e) => typeof e === "string" && e.length <= MAX_WAIT_TEXT);
+const MAX_WAIT_TEXT = 500;
+
+function readWaits(record: UncheckedRecord, size: number): WaitsRecord | string {
+  const { s, w, q = [], o = [], i = 0, l = 0 } = record;
+  const counts =
+    Array.isArray(o) && o.length % 2 === 0 && o.every((e, k) => isInteger(e) && e >= 0 && (k % 2 === 1 || e < size));
+  if (!isInteger(s) || !isTexts(w) || !isTexts(q) || !counts || !isInteger(i) || !isInteger(l)) {
+    return "a waits record without its number, waits, counts of messages and of launcher records";
+  }
+  return { t: "waits", s, w, q, o: o as number[], i, l };
 }
 
 /** A live sample as the dashboard can use it: what is not a number counts 0, a pool without a name is left out. */

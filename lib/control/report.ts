@@ -22,6 +22,12 @@ export function report(record: RankRecord): void {
   channel?.send(record);
 }
 
+/** The records this process has read from its launcher (0 without one). */
+export function launcherRecordsHeard(): number {
+  const channel = (globalThis as Record<symbol, unknown>)[CONTROL_KEY] as ControlChannel | undefined;
+  return channel?.heard ?? 0;
+}
+
 /** True when this process has a launcher's control channel (`workpool launch`), not under mpirun, srun or alone. */
 export function hasLauncher(): boolean {
   return (globalThis as Record<symbol, unknown>)[CONTROL_KEY] !== undefined;

@@ -7,6 +7,7 @@ import { Leavers } from "../../launcher/leavers.ts";
 import type { Rank } from "../../launcher/rank.ts";
 import { RecordDispatch } from "../../launcher/record-dispatch.ts";
 import { Shrinks } from "../../launcher/shrink.ts";
+import { Stalls } from "../../launcher/stalls.ts";
 import { Survival } from "../../launcher/survival.ts";
 import type { LauncherRecord } from "../../lib/internal.ts";
 
@@ -30,6 +31,14 @@ function job(np = 3, prefix = true) {
   const shrinks = new Shrinks({ size: np, live: (rank) => !survival.isDead(rank), broadcast });
   const watch = new JobWatch({ np, app: "app.ts", hostOf: () => undefined });
   const leavers = new Leavers(broadcast);
+  const stalls = new Stalls({
+    np,
+    running: (rank) => !survival.isDead(rank),
+    anyDied: () => survival.anyDead,
+    toldTo: () => 0,
+    where: (rank) => `rank ${rank}`,
+    deadlock: (reason) => written.push(reason),
+  });
   const dispatch = new RecordDispatch({
     np,
     ranks,
@@ -39,6 +48,7 @@ function job(np = 3, prefix = true) {
     survival,
     shrinks,
     leavers,
+    stalls,
     trace: undefined,
     progress: undefined,
   });

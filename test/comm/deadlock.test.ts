@@ -1,0 +1,65 @@
+// A job whose ranks all wait on messages that none will send is ended by the launcher with each rank's waits
+// (launcher/stalls.ts, lib/comm/stall.ts), instead of hanging until --timeout; one that only looks stuck for a
+// while (a rank computing, messages on their way) is left alone.
+import test from "ava";
+import { fixture, linesOf, run } from "../helpers/run.ts";
+
+const APP = fixture("deadlock.ts");
+const FAST = { WORKPOOL_IDLE_CHECK_MS: "100" };
+const HEAD = "workpool: deadlock: every rank waits for a message, and none is on its way, so none will come";
+
+/** The lines of the launcher's deadlock message: its head, then one per rank. */
+function deadlockLines(stderr: string): string[] {
+  const lines = linesOf(stderr);
+  const at = lines.findIndex((l) => l.startsWith(HEAD));
+  return at < 0 ? [] : lines.slice(at);
+}
+
+const CASES: [name: string, np: number, ranks: RegExp[]][] = [
+  [
+    "tags",
+    2,
+    [
+      /^ {2}rank 0 waits in barrier \(from rank 1\)$/,
+      /^ {2}rank 1 waits in recv \(from rank 0, tag 6\); it holds messages no receive took: from rank 0, tag 5$/,
+    ],
+  ],
+  [
+    "source",
+    3,
+    [
+      /^ {2}rank 0 waits in recv \(from rank 2\)$/,
+      /^ {2}rank 1 waits in barrier \(from rank 0\)$/,
+      /^ {2}rank 2 waits in barrier \(from rank [01]\)$/,
+    ],
+  ],
+  ["close", 2, [/^ {2}rank 0 waits in close \(from rank 1\)$/, /^ {2}rank 1 waits in recv \(from rank 0, tag 1\)$/]],
+  [
+    "split",
+    4,
+    [
+      /^ {2}rank 0 waits in close \(from rank \d\)$/,
+      /^ {2}rank 1 waits in barrier \(from rank 1\) in a communicator from split$/,
+      /^ {2}rank 2 waits in close \(from rank \d\)$/,
+      /^ {2}rank 3 waits in recv \(from rank 0, tag 3\) in a communicator from split; it holds messages no receive took: from rank 0, tag 4 in a communicator from split$/,
+    ],
+  ],
+];
+
+for (const [name, np, ranks] of CASES) {
+  test(`a deadlock (${name}, ${np} ranks) ends the job, naming what every rank waits in`, async (t) => {
+    const r = await run(["-n", String(np), "--timeout", "60", APP, name], FAST);
+    t.is(r.code, 1, r.stderr);
+    const lines = deadlockLines(r.stderr);
+    t.is(lines.length, np + 1, r.stderr);
+    for (const [i, pattern] of ranks.entries()) t.regex(lines[i + 1] ?? "", pattern, r.stderr);
+  });
+}
+
+for (const name of ["busy", "late"]) {
+  test(`not a deadlock: ${name}`, async (t) => {
+    const r = await run(["-n", "3", "--timeout", "60", APP, name], FAST);
+    t.is(r.code, 0, r.stderr);
+    t.is(linesOf(r.stdout).filter((l) => l.endsWith("closed")).length, 3, r.stdout);
+  });
+}
