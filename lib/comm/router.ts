@@ -98,8 +98,8 @@ export class Router implements StallSite {
   shrinks = 0;
   /** A split is running on this process (see split.ts: two at once could be given the same block). */
   splitting = false;
-  /** Pool runs (and the like) in progress here: see `hold`. */
-  private holds = 0;
+  /** Pool runs (and the like) in progress here, with what each waits in when it waits on messages: see `hold`. */
+  private readonly holds = new Map<object, string | undefined>();
 
   constructor(rank: number, size: number) {
     this.rank = rank;
@@ -399,15 +399,14 @@ export class Router implements StallSite {
 
   /**
    * Marks this process busy on something the receive side cannot see (a pool run between messages); call
-   * the returned function when done. See `watchIdle`.
+   * the returned function when done. See `watchIdle`. `waits`: what it is (`run 2 of pool1`), if it can only go
+   * on when a message comes, unless something the idle watch sees (a timer of its own) is pending: for the
+   * deadlock check (stall.ts). Without it (a send held by a slow peer), the process is busy while it holds.
    */
-  hold(): () => void {
-    this.holds++;
-    let released = false;
-    return () => {
-      if (!released) this.holds--;
-      released = true;
-    };
+  hold(waits?: string): () => void {
+    const key = {};
+    this.holds.set(key, waits);
+    return () => void this.holds.delete(key);
   }
 
   /**
@@ -437,9 +436,14 @@ export class Router implements StallSite {
       }
       let waiting = 0;
       for (const m of this.matchers.values()) waiting += m.waiting;
-      const busy = this.holds + appZmqWaiting() > 0 || beyond(resourceCounts(), baseline);
-      stalls?.check(waiting > 0 && !busy);
-      if (this.closing || waiting > 0 || busy) {
+      const held: string[] = [];
+      let busy = appZmqWaiting() > 0 || beyond(resourceCounts(), baseline);
+      for (const waits of this.holds.values()) {
+        if (waits === undefined) busy = true;
+        else held.push(waits);
+      }
+      stalls?.check(!busy && (waiting > 0 || held.length > 0), held);
+      if (this.closing || waiting > 0 || held.length > 0 || busy) {
         strikes = 0;
         return;
       }

@@ -4,9 +4,11 @@
  * ever, and so did a job here until `--timeout`, saying nothing. The launcher can tell instead, because a rank
  * knows when it waits on messages alone, and the launcher can count the messages on their way.
  *
- * A rank waits on messages alone when the router's idle watch (Router#watchIdle) finds receives or collectives
- * waiting and nothing else: no pool run, no send held by a slow peer, no ZeroMQ socket of the app's busy, no
- * timer, socket, file operation or child process beyond what it had at start. Such a rank can only be woken by
+ * A rank waits on messages alone when the router's idle watch (Router#watchIdle) finds receives, collectives or
+ * pool runs waiting and nothing else: no send held by a slow peer, no ZeroMQ socket of the app's busy, no
+ * timer, immediate, socket, file operation or child process beyond what it had at start. (A pool run between
+ * messages is such a wait: what else wakes it, its timers and its turns of the event loop, are resources the
+ * watch sees; a task running holds the event loop, and the watch does not look then.) Such a rank can only be woken by
  * a message: from another rank, or from the launcher. When it has been so for two checks in a row with nothing
  * changed, it tells the launcher what it waits in, how many messages it handed to each rank, how many reached
  * it, and how many launcher records it read (`waits`, lib/control/records.ts); and says so again when that
@@ -30,7 +32,7 @@ const MAX_LISTED = 8;
 /** What the stall watch reads of the router. */
 export interface StallSite {
   readonly rank: number;
-  /** Messages handed to each other rank, every context (close's too). */
+  /** Messages handed to each other rank, every context (close's too). A message to itself is not counted. */
   readonly wireSent: readonly number[];
   /** Messages that reached this rank, every context. */
   readonly wireReceived: number;
@@ -47,8 +49,11 @@ export class StallWatch {
 
   constructor(private readonly site: StallSite) {}
 
-  /** One check of the idle watch: `waiting`, whether the rank waits on messages alone now. */
-  check(waiting: boolean): void {
+  /**
+   * One check of the idle watch: `waiting`, whether the rank waits on messages alone now; `held`, the pool runs
+   * (Router#hold) that wait so, beside the receives and collectives.
+   */
+  check(waiting: boolean, held: readonly string[]): void {
     if (!waiting) {
       this.seen = undefined;
       if (this.told !== undefined) this.send([], [], [], 0, 0);
@@ -56,7 +61,7 @@ export class StallWatch {
       return;
     }
     const { site } = this;
-    const waits = describeWaits(site.matchers);
+    const waits = [...held, ...describeWaits(site.matchers)].slice(0, MAX_LISTED);
     const heard = launcherRecordsHeard();
     const now = `${waits.join("\n")}|${site.wireSent.join(",")}|${site.wireReceived}|${heard}`;
     const steady = now === this.seen;

@@ -102,9 +102,12 @@ export class Communicator implements AsyncDisposable {
     return this.members ? (this.members[rank] as number) : rank;
   }
 
-  /** @internal Marks this process busy (a pool run) for the idle watch (Router.hold); returns the release. */
-  hold(): () => void {
-    return this.router.hold();
+  /**
+   * @internal Marks this process busy (a pool run) for the idle watch (Router.hold), `waits` saying what waits
+   * (`run 2 of pool1`) when only a message can wake it; returns the release.
+   */
+  hold(waits?: string): () => void {
+    return this.router.hold(waits);
   }
 
   /**

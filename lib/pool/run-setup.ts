@@ -41,8 +41,10 @@ export function watchRun(
   live: LiveRun,
 ): () => void {
   const { pool: name, run: epoch, stats } = live;
-  // Between messages a run may have nothing the event loop can see: it is not an app that forgot close().
-  const release = world.hold();
+  // Between messages a run may have nothing the event loop can see: it is not an app that forgot close(). What
+  // else wakes it (its timers, its turns of the event loop) the idle watch sees: its deadlock check counts the run
+  // as a wait for messages when nothing else is pending (lib/comm/stall.ts).
+  const release = world.hold(`run ${epoch} of ${name}`);
   // This rank's messaging failed (its receive loop): the run fails here and tells the others.
   const offFailure = world.onFailure((e) => engine.fail(e));
   // Another rank died (the launcher said so). A pool with `retries` survives a worker's; any other fails its

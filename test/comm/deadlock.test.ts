@@ -44,6 +44,15 @@ const CASES: [name: string, np: number, ranks: RegExp[]][] = [
       /^ {2}rank 3 waits in recv \(from rank 0, tag 3\) in a communicator from split; it holds messages no receive took: from rank 0, tag 4 in a communicator from split$/,
     ],
   ],
+  ...(["pool-distributed", "pool-centralized"].map((name) => [
+    name,
+    3,
+    [
+      /^ {2}rank 0 waits in run 1 of pool1$/,
+      /^ {2}rank 1 waits in barrier \(from rank 0\)$/,
+      /^ {2}rank 2 waits in barrier \(from rank 0\)$/,
+    ],
+  ]) as [string, number, RegExp[]][]),
 ];
 
 for (const [name, np, ranks] of CASES) {
@@ -56,7 +65,7 @@ for (const [name, np, ranks] of CASES) {
   });
 }
 
-for (const name of ["busy", "late"]) {
+for (const name of ["busy", "late", "pool-long"]) {
   test(`not a deadlock: ${name}`, async (t) => {
     const r = await run(["-n", "3", "--timeout", "60", APP, name], FAST);
     t.is(r.code, 0, r.stderr);

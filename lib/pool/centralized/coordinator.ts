@@ -101,10 +101,12 @@ export class Coordinator<T> extends CoordinatorCore<T, T, WorkerState> {
 
   override start(): void {
     if (this.self) {
+      // Not unref'd: the deadlock check (lib/comm/stall.ts) must see that something other than a message can
+      // still wake this run.
       setTimeout(() => {
         this.selfMayStart = true;
         if (!this.finished) this.dispatch();
-      }, SELF_WAIT_MS).unref();
+      }, SELF_WAIT_MS);
     }
     super.start();
   }
