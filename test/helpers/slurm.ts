@@ -280,6 +280,11 @@ export async function startSlurm(options: SlurmOptions = {}): Promise<Slurm> {
     // MUNGE wants its key private to the user it runs as (us), 1 KiB of random bytes.
     writeFileSync(join(dir, "munge.key"), randomBytes(1024), { mode: 0o400 });
     writeFileSync(conf, slurmConf(dir, node, userInfo().username, cpus, await freePorts(2)));
+    // PMIx's plugin makes each step's folder (spmix_appdir_<uid>_<job>.<step>) in /tmp by default, and a step
+    // fails to launch where that name is left from an earlier cluster (whose job numbers also began at 1): in
+    // the private folder instead, removed with it.
+    mkdirSync(join(dir, "pmix"));
+    writeFileSync(join(dir, "mpi.conf"), `PMIxCliTmpDirBase=${join(dir, "pmix")}\n`);
 
     // --force: munged wants every folder above its socket searchable by all; ours is private (0700).
     const munged = startDaemon(
