@@ -69,21 +69,21 @@ export class Matcher {
   }
 
   /**
-   * The receives waiting, as `recv (from rank 1, tag 5)`: for a message saying what a process waits for.
-   * `tags` false: without the tag (a collective's is its sequence number, which says nothing to the app);
-   * `call`: named so, whatever call posted them.
+   * The receives waiting, as `recv (from rank 1, tag 5)`: for a message saying what a process waits for. `how`:
+   * the tag as a collective's step (`collective step 5`: its sequence number) or left out; the call named
+   * otherwise; ranks named otherwise (`rank 3 of the world`).
    */
-  describePending(tags = true, call?: string): string[] {
-    return this.pending.map((p) => described({ source: p.source, tag: tags ? p.tag : ANY, call: call ?? p.call }));
+  describePending(how: Describing = {}): string[] {
+    return this.pending.map((p) => described(p, how));
   }
 
   /** The messages no receive took, by sender and tag, as `from rank 0, tag 5` (`(3 messages)` when more). */
-  describeQueued(): string[] {
+  describeQueued(rank: (source: number) => string = (r) => `rank ${r}`): string[] {
     const out: string[] = [];
     for (const [source, q] of this.bySource) {
       const byTag = new Map<number, number>();
       for (const m of q.list()) byTag.set(m.tag, (byTag.get(m.tag) ?? 0) + 1);
-      for (const [tag, n] of byTag) out.push(`from rank ${source}, tag ${tag}${n > 1 ? ` (${n} messages)` : ""}`);
+      for (const [tag, n] of byTag) out.push(`from ${rank(source)}, tag ${tag}${n > 1 ? ` (${n} messages)` : ""}`);
     }
     return out;
   }
@@ -247,10 +247,22 @@ export class Matcher {
   }
 }
 
+/** How `describePending` says a receive (see there). */
+export interface Describing {
+  readonly tag?: "tag" | "step" | "none";
+  readonly call?: string;
+  readonly rank?: (source: number) => string;
+}
+
 /** A receive as `recv (from rank 1, tag 5)`. */
-function described(p: { readonly source: number; readonly tag: number; readonly call: string }): string {
-  const from = p.source === ANY ? "any rank" : `rank ${p.source}`;
-  return `${p.call} (from ${from}${p.tag === ANY ? "" : `, tag ${p.tag}`})`;
+function described(
+  p: { readonly source: number; readonly tag: number; readonly call: string },
+  how: Describing = {},
+): string {
+  const from = p.source === ANY ? "any rank" : (how.rank?.(p.source) ?? `rank ${p.source}`);
+  const tag =
+    p.tag === ANY || how.tag === "none" ? "" : how.tag === "step" ? `; collective step ${p.tag}` : `, tag ${p.tag}`;
+  return `${how.call ?? p.call} (from ${from}${tag})`;
 }
 
 /**

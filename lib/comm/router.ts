@@ -14,6 +14,12 @@ export type ContextListener = (source: number, tag: number, data: unknown) => vo
 
 /** How often the idle watch looks (see Router.watchIdle): an app that forgot close() ends within ~2x this. */
 const IDLE_CHECK_MS = envMs(ENV.idleCheckMs, 1000);
+/**
+ * A process that used more CPU time than this fraction of the time between two idle checks is working, whatever
+ * the event loop shows: on a thread of libuv's (crypto, zlib) or a worker thread. An idle rank uses well under
+ * 1% (its heartbeat, ZeroMQ's thread waiting).
+ */
+const BUSY_CPU = 0.1;
 /** Resources a rank has from the start (its stdio): only more of them than at start count as activity. */
 const STDIO = new Set(["PipeWrap", "TTYWrap"]);
 
@@ -99,7 +105,7 @@ export class Router implements StallSite {
   /** A split is running on this process (see split.ts: two at once could be given the same block). */
   splitting = false;
   /** Pool runs (and the like) in progress here, with what each waits in when it waits on messages: see `hold`. */
-  private readonly holds = new Map<object, string | undefined>();
+  private readonly holds = new Map<object, (() => string | undefined) | undefined>();
 
   constructor(rank: number, size: number) {
     this.rank = rank;
@@ -198,6 +204,11 @@ export class Router implements StallSite {
     if (listener) listener(source, tag, data);
     else this.matcher(context).deliver(source, tag, data);
   };
+
+  /** See StallSite (stall.ts). */
+  membersOf(context: number): readonly number[] | undefined {
+    return this.blocks.get(blockOf(context));
+  }
 
   matcher(context: number): Matcher {
     let m = this.matchers.get(context);
@@ -399,11 +410,12 @@ export class Router implements StallSite {
 
   /**
    * Marks this process busy on something the receive side cannot see (a pool run between messages); call
-   * the returned function when done. See `watchIdle`. `waits`: what it is (`run 2 of pool1`), if it can only go
-   * on when a message comes, unless something the idle watch sees (a timer of its own) is pending: for the
-   * deadlock check (stall.ts). Without it (a send held by a slow peer), the process is busy while it holds.
+   * the returned function when done. See `watchIdle`. `waits`: what it is (`run 2 of pool1`) while it can only go
+   * on when a message comes, unless something the idle watch sees (a timer of its own) is pending, or undefined
+   * while it may be woken otherwise: for the deadlock check (stall.ts). Without it (a send held by a slow peer),
+   * the process is busy while it holds.
    */
-  hold(waits?: string): () => void {
+  hold(waits?: () => string | undefined): () => void {
     const key = {};
     this.holds.set(key, waits);
     return () => void this.holds.delete(key);
@@ -429,6 +441,7 @@ export class Router implements StallSite {
     const baseline = resourceCounts(true);
     const stalls = this.size > 1 ? new StallWatch(this) : undefined;
     let strikes = 0;
+    let cpu = process.cpuUsage();
     const timer = setInterval(() => {
       if (this.failureCause || this.transport?.isClosed) {
         clearInterval(timer);
@@ -437,10 +450,16 @@ export class Router implements StallSite {
       let waiting = 0;
       for (const m of this.matchers.values()) waiting += m.waiting;
       const held: string[] = [];
-      let busy = appZmqWaiting() > 0 || beyond(resourceCounts(), baseline);
+      const cpuNow = process.cpuUsage();
+      // CPU time of this process since the last check, every thread's: work Node lists nowhere (a crypto or zlib
+      // job on libuv's threads, a worker thread) shows there.
+      const computing = (cpuNow.user + cpuNow.system - cpu.user - cpu.system) / 1000 > BUSY_CPU * IDLE_CHECK_MS;
+      cpu = cpuNow;
+      let busy = computing || appZmqWaiting() > 0 || beyond(resourceCounts(), baseline);
       for (const waits of this.holds.values()) {
-        if (waits === undefined) busy = true;
-        else held.push(waits);
+        const what = waits?.();
+        if (what === undefined) busy = true;
+        else held.push(what);
       }
       stalls?.check(!busy && (waiting > 0 || held.length > 0), held);
       if (this.closing || waiting > 0 || held.length > 0 || busy) {

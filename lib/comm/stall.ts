@@ -6,13 +6,16 @@
  *
  * A rank waits on messages alone when the router's idle watch (Router#watchIdle) finds receives, collectives or
  * pool runs waiting and nothing else: no send held by a slow peer, no ZeroMQ socket of the app's busy, no
- * timer, immediate, socket, file operation or child process beyond what it had at start. (A pool run between
- * messages is such a wait: what else wakes it, its timers and its turns of the event loop, are resources the
- * watch sees; a task running holds the event loop, and the watch does not look then.) Such a rank can only be woken by
- * a message: from another rank, or from the launcher. When it has been so for two checks in a row with nothing
- * changed, it tells the launcher what it waits in, how many messages it handed to each rank, how many reached
- * it, and how many launcher records it read (`waits`, lib/control/records.ts); and says so again when that
- * changes, or that it no longer waits.
+ * timer, immediate, socket, file operation or child process beyond what it had at start, no CPU time used
+ * since the last check beyond a trace (work Node lists nowhere: a crypto or zlib job on libuv's threads, a
+ * worker thread), and no async task of a pool in flight (it may await such work). A pool run between messages
+ * is such a wait: what else wakes it, its timers and its turns of the event loop, are resources the watch sees;
+ * a task running holds the event loop, and the watch does not look then. Such a rank can only be woken by a
+ * message: from another rank, or from the launcher. When it has been so for STEADY_CHECKS checks in a row with
+ * nothing changed, it tells the launcher what it waits in, how many messages it handed to each rank, how many
+ * reached it, and how many launcher records it read (`waits`, lib/control/records.ts); and says so again when
+ * that changes, or that it no longer waits. What the watch cannot see and uses no CPU (a timer the app unref'd)
+ * is covered only by that margin.
  *
  * The launcher declares a deadlock when every rank's last report says it waits, each read every record the
  * launcher sent it, and for every rank the messages the others handed it equal those that reached it. The
@@ -24,8 +27,13 @@
  */
 import { launcherRecordsHeard, report } from "../control/report.ts";
 import { CLOSE_CONTEXT, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
-import type { Matcher } from "./matcher.ts";
+import type { Describing, Matcher } from "./matcher.ts";
 
+/**
+ * Checks in a row that must find a rank waiting, with nothing changed, before it says so: a margin for waits the
+ * idle watch cannot see and that use no CPU (an unref'd timer), about 5 s at the default check interval.
+ */
+const STEADY_CHECKS = 5;
 /** What a rank's report lists at most of its waits and of the messages no receive took. */
 const MAX_LISTED = 8;
 
@@ -37,6 +45,8 @@ export interface StallSite {
   /** Messages that reached this rank, every context. */
   readonly wireReceived: number;
   readonly matchers: ReadonlyMap<number, Matcher>;
+  /** The world ranks of the members of the communicator from split that owns `context`, if it is made here. */
+  membersOf(context: number): readonly number[] | undefined;
 }
 
 /** One rank's reports of what it waits in (see the module's comment). */
@@ -46,6 +56,8 @@ export class StallWatch {
   /** What the launcher was last told; undefined: that the rank does not wait (or nothing yet). */
   private told: string | undefined;
   private reports = 0;
+  /** Checks in a row, after the first, that found the same as `seen`. */
+  private steady = 0;
 
   constructor(private readonly site: StallSite) {}
 
@@ -61,18 +73,18 @@ export class StallWatch {
       return;
     }
     const { site } = this;
-    const waits = [...held, ...describeWaits(site.matchers)].slice(0, MAX_LISTED);
+    const waits = [...held, ...describeWaits(site)].slice(0, MAX_LISTED);
     const heard = launcherRecordsHeard();
     const now = `${waits.join("\n")}|${site.wireSent.join(",")}|${site.wireReceived}|${heard}`;
-    const steady = now === this.seen;
+    this.steady = now === this.seen ? this.steady + 1 : 0;
     this.seen = now;
-    if (!steady || now === this.told) return;
+    if (this.steady < STEADY_CHECKS - 1 || now === this.told) return;
     this.told = now;
     const sent: number[] = [];
     site.wireSent.forEach((n, r) => {
       if (n > 0) sent.push(r, n);
     });
-    this.send(waits, describeUnreceived(site.matchers), sent, site.wireReceived, heard);
+    this.send(waits, describeUnreceived(site), sent, site.wireReceived, heard);
   }
 
   private send(w: string[], q: string[], o: number[], i: number, l: number): void {
@@ -81,38 +93,50 @@ export class StallWatch {
 }
 
 /** The kind of a context: a communicator's point-to-point or collective one, close's, or a pool's. */
-function kindOf(context: number): { kind: "user" | "collective" | "close" | "pool"; split: boolean } {
-  if (context === CLOSE_CONTEXT) return { kind: "close", split: false };
-  const split = context >= WORLD_CONTEXTS;
-  const offset = split ? (context - WORLD_CONTEXTS) % SUB_CONTEXTS : context;
-  const kind = offset === CONTEXT.user ? "user" : offset === CONTEXT.collective ? "collective" : "pool";
-  return { kind, split };
+function kindOf(context: number): "user" | "collective" | "close" | "pool" {
+  if (context === CLOSE_CONTEXT) return "close";
+  const offset = context >= WORLD_CONTEXTS ? (context - WORLD_CONTEXTS) % SUB_CONTEXTS : context;
+  return offset === CONTEXT.user ? "user" : offset === CONTEXT.collective ? "collective" : "pool";
 }
 
-/** The receives and collectives waiting, as `recv (from rank 1, tag 5)`, `barrier (from rank 0)`. */
-export function describeWaits(matchers: ReadonlyMap<number, Matcher>): string[] {
+/**
+ * How a rank of `context`'s communicator is named: as it is in the world's; in a communicator from split, by its
+ * rank there and in the world (`rank 1 of the split, world rank 3`), since the report names ranks by the world's.
+ */
+function rankNamer(context: number, site: StallSite): ((source: number) => string) | undefined {
+  if (context < WORLD_CONTEXTS || context === CLOSE_CONTEXT) return undefined;
+  const members = site.membersOf(context);
+  return (source) => `rank ${source} of the split${members ? `, world rank ${members[source]}` : ""}`;
+}
+
+/**
+ * The receives and collectives waiting, as `recv (from rank 1, tag 5)`, `barrier (from rank 0; collective step
+ * 3)`: a collective's step is its sequence number on its communicator, which every rank takes in the same order
+ * (two ranks at different steps: one skipped a collective, or called them in another order).
+ */
+export function describeWaits(site: StallSite): string[] {
   const out = new Set<string>();
-  for (const [context, m] of matchers) {
+  for (const [context, m] of site.matchers) {
     if (m.waiting === 0) continue;
-    const { kind, split } = kindOf(context);
-    // A collective's tag is its sequence number, and close's are its own: they say nothing to the app; close
-    // runs collectives of its own, named for close.
-    const tags = kind === "user" || kind === "pool";
-    for (const w of m.describePending(tags, kind === "close" ? "close" : undefined)) {
-      out.add(split ? `${w} in a communicator from split` : w);
-    }
+    const kind = kindOf(context);
+    const rank = rankNamer(context, site);
+    // Close's tags are its own, and it runs collectives of its own, named for close.
+    const how: Describing =
+      kind === "close"
+        ? { tag: "none", call: "close" }
+        : { tag: kind === "collective" ? "step" : "tag", ...(rank ? { rank } : {}) };
+    for (const w of m.describePending(how)) out.add(w);
   }
   return [...out].slice(0, MAX_LISTED);
 }
 
 /** The messages of the app's that no receive took, as `from rank 0, tag 5`. */
-function describeUnreceived(matchers: ReadonlyMap<number, Matcher>): string[] {
+function describeUnreceived(site: StallSite): string[] {
   const out: string[] = [];
-  for (const [context, m] of matchers) {
-    if (m.size === 0) continue;
-    const { kind, split } = kindOf(context);
-    if (kind !== "user") continue;
-    for (const q of m.describeQueued()) out.push(split ? `${q} in a communicator from split` : q);
+  for (const [context, m] of site.matchers) {
+    if (m.size === 0 || kindOf(context) !== "user") continue;
+    const rank = rankNamer(context, site);
+    out.push(...m.describeQueued(rank));
   }
   return out.slice(0, MAX_LISTED);
 }

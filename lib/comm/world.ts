@@ -104,9 +104,9 @@ export class Communicator implements AsyncDisposable {
 
   /**
    * @internal Marks this process busy (a pool run) for the idle watch (Router.hold), `waits` saying what waits
-   * (`run 2 of pool1`) when only a message can wake it; returns the release.
+   * (`run 2 of pool1`) while only a message can wake it; returns the release.
    */
-  hold(waits?: string): () => void {
+  hold(waits?: () => string | undefined): () => void {
     return this.router.hold(waits);
   }
 

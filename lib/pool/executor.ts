@@ -36,6 +36,18 @@ const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmedi
  * a stride at a time, as one span from one clock read to the next: tracing reads the clock no more often (it read
  * it after every sync task, which cost a no-op pool 11-13% of its rate; the trace coalesced those spans anyway).
  */
+/**
+ * Async tasks started and not settled in this process, every pool's. While any is, a pool run is not waiting on
+ * messages alone: the task may await work Node lists nowhere (a crypto or zlib job on libuv's threads, a worker
+ * thread), so the deadlock check counts it as activity (run-setup.ts, lib/comm/stall.ts).
+ */
+let asyncInFlight = 0;
+
+/** See `asyncInFlight`. */
+export function asyncTasksInFlight(): number {
+  return asyncInFlight;
+}
+
 export class Executor<T> {
   /** Start of the current busy stretch, or of the time since the last clock read within it. */
   private mark = now();
@@ -106,11 +118,13 @@ export class Executor<T> {
     let start: number;
     if (this.inFlight++ === 0) start = this.flightStart = this.mark;
     else start = now();
+    asyncInFlight++;
     const signal = this.ctx.signal;
     return r.then(
       (v) => {
         if (signal.aborted) {
           this.inFlight--;
+          asyncInFlight--;
           return;
         }
         try {
@@ -128,6 +142,7 @@ export class Executor<T> {
       (cause: unknown) => {
         if (signal.aborted) {
           this.inFlight--;
+          asyncInFlight--;
           return;
         }
         this.landed(now());
@@ -138,6 +153,7 @@ export class Executor<T> {
 
   /** An async task settled at `t1`: when it was the last in flight, the time since the first began was busy. */
   private landed(t1: number): void {
+    asyncInFlight--;
     if (--this.inFlight > 0) return;
     this.stats.busyMs += t1 - this.flightStart;
     this.mark = t1;

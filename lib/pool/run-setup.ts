@@ -8,6 +8,7 @@ import type { Communicator } from "../comm/world.ts";
 import { liveRun, type LiveRun } from "../control/live.ts";
 import { REPORT, report } from "../control/report.ts";
 import { AbortError, describe, InvalidArgumentError, RankFailedError } from "../errors.ts";
+import { asyncTasksInFlight } from "./executor.ts";
 import type { PoolConfig } from "./options.ts";
 import type { Engine } from "./runtime.ts";
 import type { RunOptions } from "./types.ts";
@@ -42,9 +43,12 @@ export function watchRun(
 ): () => void {
   const { pool: name, run: epoch, stats } = live;
   // Between messages a run may have nothing the event loop can see: it is not an app that forgot close(). What
-  // else wakes it (its timers, its turns of the event loop) the idle watch sees: its deadlock check counts the run
-  // as a wait for messages when nothing else is pending (lib/comm/stall.ts).
-  const release = world.hold(`run ${epoch} of ${name}`);
+  // else wakes it (its timers, its turns of the event loop) the idle watch sees, except async tasks in flight,
+  // which may await work Node lists nowhere: with none, its deadlock check counts the run as a wait for messages
+  // when nothing else is pending (lib/comm/stall.ts).
+  const run = `run ${epoch} of ${name}`;
+  const waits = live.loop === undefined ? run : `parallelFor or map (${run})`;
+  const release = world.hold(() => (asyncTasksInFlight() > 0 ? undefined : waits));
   // This rank's messaging failed (its receive loop): the run fails here and tells the others.
   const offFailure = world.onFailure((e) => engine.fail(e));
   // Another rank died (the launcher said so). A pool with `retries` survives a worker's; any other fails its
