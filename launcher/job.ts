@@ -96,6 +96,7 @@ interface Supervision {
   readonly shrinks: Shrinks;
   readonly trace: TraceParts | undefined;
   readonly dispatch: RecordDispatch;
+  readonly stalls: Stalls;
   readonly control: ControlServer;
   /** The job's secret: a connection to the control server must show it (WORKPOOL_TOKEN). */
   readonly token: string;
@@ -121,6 +122,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     survival,
     caughtUp: () => control.caughtUp(),
     timeoutSeconds: opts.timeoutSeconds,
+    waiting: () => parts.stalls.waiting(),
   });
   const startMs = localStartMs(opts.np, setup.backend);
   const watchdog = new Watchdog({ ranks, survival, policy, where: setup.where, heartbeatMs, startMs });
@@ -235,7 +237,7 @@ async function supervise(
     rmSync(dir, { recursive: true, force: true });
     throw e;
   }
-  return { watch, progress, output, survival, shrinks, trace, dispatch, control, token };
+  return { watch, progress, output, survival, shrinks, trace, dispatch, stalls, control, token };
 }
 
 /**

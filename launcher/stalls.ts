@@ -61,14 +61,29 @@ export class Stalls {
     this.opts.deadlock(this.describe());
   }
 
-  private describe(): string {
-    const { np, where } = this.opts;
+  /**
+   * For a job stopped otherwise (`--timeout`): each rank whose last report says it waits on messages alone, as
+   * `  rank 0 waits in recv (from rank 1, tag 9)`; a rank that polls, or waits inside an async task, is not one.
+   */
+  waiting(): string[] {
     const lines: string[] = [];
-    for (let r = 0; r < np && lines.length < MAX_RANKS_LISTED; r++) {
-      const { w, q } = this.latest[r] as WaitsRecord;
-      const held = q.length === 0 ? "" : `; it holds messages no receive took: ${q.join("; ")}`;
-      lines.push(`  ${where(r)} waits in ${w.join("; ")}${held}`);
+    for (let r = 0; r < this.opts.np && lines.length < MAX_RANKS_LISTED; r++) {
+      const report = this.latest[r];
+      if (report && this.opts.running(r)) lines.push(this.line(r, report));
     }
+    return lines;
+  }
+
+  private line(rank: number, { w, q }: WaitsRecord): string {
+    const held = q.length === 0 ? "" : `; it holds messages no receive took: ${q.join("; ")}`;
+    return `  ${this.opts.where(rank)} waits in ${w.join("; ")}${held}`;
+  }
+
+  private describe(): string {
+    const { np } = this.opts;
+    const lines: string[] = [];
+    for (let r = 0; r < np && lines.length < MAX_RANKS_LISTED; r++)
+      lines.push(this.line(r, this.latest[r] as WaitsRecord));
     if (np > MAX_RANKS_LISTED) lines.push(`  (and ${np - MAX_RANKS_LISTED} more ranks)`);
     return (
       "workpool: deadlock: every rank waits for a message, and none is on its way, so none will come " +

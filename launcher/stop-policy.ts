@@ -41,6 +41,8 @@ export interface StopPolicyOptions {
   readonly caughtUp: () => Promise<void>;
   /** Bring the job down after this long (`--timeout`). */
   readonly timeoutSeconds: number | undefined;
+  /** What ranks last said they wait in (stalls.ts), for the timeout's message: a line each. */
+  readonly waiting?: () => readonly string[];
 }
 
 /**
@@ -67,7 +69,10 @@ export class StopPolicy {
     const seconds = this.opts.timeoutSeconds;
     if (seconds === undefined) return;
     this.timeout = setTimeout(() => {
-      if (!this.decided) this.stop(`workpool: job timed out after ${seconds} s; ${this.stoppingAll()}`, 124);
+      if (this.decided) return;
+      const waits = this.opts.waiting?.() ?? [];
+      const said = waits.length === 0 ? "" : `\nwhat ranks last said they wait in:\n${waits.join("\n")}`;
+      this.stop(`workpool: job timed out after ${seconds} s; ${this.stoppingAll()}${said}`, 124);
     }, seconds * 1000);
   }
 

@@ -2,9 +2,29 @@ import { RankFailedError } from "../errors.ts";
 import type { ValueName } from "./codec.ts";
 import type { CollectiveChannel } from "./collectives.ts";
 import type { Router } from "./router.ts";
+import { SEQUENCE_WRAP } from "./contexts.ts";
 
-/** Collective sequence numbers are tags on the wire, a u32: they wrap there. */
-const SEQUENCE_WRAP = 2 ** 32;
+/** The collectives by kind (their `call`): its index + 1 goes above the sequence number; 0 for any other. */
+const KINDS: ReadonlyMap<string, number> = new Map(
+  [
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "gather",
+    "allgather",
+    "scatter",
+    "alltoall",
+    "scan",
+    "exscan",
+    "reduceScatter",
+  ].map((call, i) => [call, i + 1]),
+);
+
+/** The tag on the wire of a message of collective `call` at sequence number `tag` (see SEQUENCE_WRAP). */
+function wireTag(tag: number, call: string): number {
+  return (KINDS.get(call) ?? 0) * SEQUENCE_WRAP + tag;
+}
 
 /** What a collective channel needs of its communicator (world.ts): its ranks, its sends and its leavers. */
 export interface ChannelOwner {
@@ -65,11 +85,11 @@ export function collectiveChannel(
     },
     send: (dest, tag, data, call, name) => {
       if (leaver && begun - 1 >= leaver.begun) return Promise.reject(leftError(call));
-      return owner.sendIn(context, dest, tag, data, call, name ?? "value");
+      return owner.sendIn(context, dest, wireTag(tag, call), data, call, name ?? "value");
     },
     recv: async (source, tag, signal, call) => {
       if (leaver && begun - 1 >= leaver.begun) throw leftError(call);
-      return (await router.matcher(context).receive(source, tag, signal, call)).data;
+      return (await router.matcher(context).receive(source, wireTag(tag, call), signal, call)).data;
     },
   };
 }

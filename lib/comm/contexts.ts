@@ -13,3 +13,17 @@ export const CLOSE_CONTEXT = 2 ** 32 - 1;
 export function blockOf(context: number): number {
   return Math.floor((context - WORLD_CONTEXTS) / SUB_CONTEXTS);
 }
+
+/**
+ * Collective sequence numbers wrap at 2^28: the tag on the wire, a u32, carries the collective's kind above
+ * them (channel.ts `wireTag`), so that a message of one kind never matches a receive of another. Ranks that
+ * call different collectives at the same step (a reduce on some, a barrier on others) would otherwise take each
+ * other's messages: a barrier's token was summed into a reduce. They now wait, and the deadlock check names
+ * each one's collective (stall.ts).
+ */
+export const SEQUENCE_WRAP = 2 ** 28;
+
+/** The sequence number (the step) of a collective's tag on the wire. */
+export function collectiveStep(wire: number): number {
+  return wire % SEQUENCE_WRAP;
+}

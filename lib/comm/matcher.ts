@@ -249,7 +249,10 @@ export class Matcher {
 
 /** How `describePending` says a receive (see there). */
 export interface Describing {
-  readonly tag?: "tag" | "step" | "none";
+  /** `none`: without the tag. */
+  readonly tag?: "none";
+  /** The tag is a collective's: said as its step, which this gives. */
+  readonly step?: (tag: number) => number;
   readonly call?: string;
   readonly rank?: (source: number) => string;
 }
@@ -261,7 +264,7 @@ function described(
 ): string {
   const from = p.source === ANY ? "any rank" : (how.rank?.(p.source) ?? `rank ${p.source}`);
   const tag =
-    p.tag === ANY || how.tag === "none" ? "" : how.tag === "step" ? `; collective step ${p.tag}` : `, tag ${p.tag}`;
+    p.tag === ANY || how.tag === "none" ? "" : how.step ? `; collective step ${how.step(p.tag)}` : `, tag ${p.tag}`;
   return `${how.call ?? p.call} (from ${from}${tag})`;
 }
 

@@ -26,7 +26,7 @@
  * wait as the passive state).
  */
 import { launcherRecordsHeard, report } from "../control/report.ts";
-import { CLOSE_CONTEXT, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
+import { CLOSE_CONTEXT, collectiveStep, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
 import type { Describing, Matcher } from "./matcher.ts";
 
 /**
@@ -124,7 +124,7 @@ export function describeWaits(site: StallSite): string[] {
     const how: Describing =
       kind === "close"
         ? { tag: "none", call: "close" }
-        : { tag: kind === "collective" ? "step" : "tag", ...(rank ? { rank } : {}) };
+        : { ...(kind === "collective" ? { step: collectiveStep } : {}), ...(rank ? { rank } : {}) };
     for (const w of m.describePending(how)) out.add(w);
   }
   return [...out].slice(0, MAX_LISTED);

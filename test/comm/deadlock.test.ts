@@ -33,6 +33,23 @@ const CASES: [name: string, np: number, ranks: RegExp[]][] = [
       /^ {2}rank 2 waits in barrier \(from rank [01]; collective step 0\)$/,
     ],
   ],
+  [
+    "kinds",
+    3,
+    [
+      /^ {2}rank 0 waits in reduce \(from rank 2; collective step 0\)$/,
+      /^ {2}rank 1 waits in close \(from rank [02]\)$/,
+      /^ {2}rank 2 waits in barrier \(from rank 1; collective step 0\)$/,
+    ],
+  ],
+  [
+    "order",
+    2,
+    [
+      /^ {2}rank 0 waits in allreduce \(from rank 1; collective step 0\)$/,
+      /^ {2}rank 1 waits in barrier \(from rank 0; collective step 0\)$/,
+    ],
+  ],
   ["close", 2, [/^ {2}rank 0 waits in close \(from rank 1\)$/, /^ {2}rank 1 waits in recv \(from rank 0, tag 1\)$/]],
   [
     "split",
@@ -62,6 +79,8 @@ for (const [name, np, ranks] of CASES) {
     const lines = deadlockLines(r.stderr);
     t.is(lines.length, np + 1, r.stderr);
     for (const [i, pattern] of ranks.entries()) t.regex(lines[i + 1] ?? "", pattern, r.stderr);
+    // No rank took another collective's message for its own (a barrier's token summed into rank 0's reduce).
+    t.false(r.stdout.includes("[0] reduced"), r.stdout);
   });
 }
 
@@ -72,3 +91,15 @@ for (const name of ["busy", "late", "pool-long", "crypto", "crypto-tasks", "work
     t.is(linesOf(r.stdout).filter((l) => l.endsWith("closed")).length, 3, r.stdout);
   });
 }
+
+test("a wait the check cannot declare (a rank polls) ends at --timeout, which says what ranks last waited in", async (t) => {
+  const r = await run(["-n", "2", "--timeout", "3", APP, "poll"], FAST);
+  t.is(r.code, 124, r.stderr);
+  const lines = linesOf(r.stderr);
+  const at = lines.indexOf("workpool: job timed out after 3 s; stopping 2 ranks");
+  t.true(at >= 0, r.stderr);
+  t.deepEqual(lines.slice(at + 1), [
+    "what ranks last said they wait in:",
+    "  rank 0 waits in recv (from rank 1, tag 9)",
+  ]);
+});
