@@ -425,9 +425,10 @@ export class Router implements StallSite {
    * An app that never calls close() would otherwise hang for ever: the open sockets keep the process alive
    * after its last statement. Every IDLE_CHECK_MS (an unref'd timer, which keeps nothing alive) this looks
    * for anything still to happen: a receive or collective waiting, a pool run, a send or receive on a ZeroMQ
-   * socket of the app's (zmq-activity.ts: Node does not list those), or any resource keeping the
-   * event loop alive beyond what it was at start (stdio pipes), such as a timer, a socket or a child process
-   * of the app's. Twice in a row nothing: the app is done but did not close, or waits on a promise nothing
+   * socket of the app's (zmq-activity.ts: Node does not list those), any resource keeping the event loop
+   * alive beyond what it was at start (stdio pipes), such as a timer, a socket or a child process of the app's,
+   * or CPU time used since the last check (BUSY_CPU: a crypto job on libuv's threads, a worker thread, which Node
+   * lists nowhere). Twice in a row nothing: the app is done but did not close, or waits on a promise nothing
    * can settle. The rank says so and exits 1, so the launcher names it and brings the job down. Receives or
    * collectives waiting and nothing else: the rank waits on messages alone, which the launcher is told for its
    * deadlock check (stall.ts), in close too.
