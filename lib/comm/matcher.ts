@@ -80,12 +80,17 @@ export class Matcher {
   /** The messages no receive took, by sender and tag, as `from rank 0, tag 5` (`(3 messages)` when more). */
   describeQueued(rank: (source: number) => string = (r) => `rank ${r}`): string[] {
     const out: string[] = [];
-    for (const [source, q] of this.bySource) {
-      const byTag = new Map<number, number>();
-      for (const m of q.list()) byTag.set(m.tag, (byTag.get(m.tag) ?? 0) + 1);
-      for (const [tag, n] of byTag) out.push(`from ${rank(source)}, tag ${tag}${n > 1 ? ` (${n} messages)` : ""}`);
+    for (const source of this.bySource.keys()) {
+      for (const tags of this.queuedTags(source)) out.push(`from ${rank(source)}, ${tags}`);
     }
     return out;
+  }
+
+  /** The messages from `source` no receive took, by tag, as `tag 5` (`tag 5 (3 messages)` when more). */
+  queuedTags(source: number): string[] {
+    const byTag = new Map<number, number>();
+    for (const m of this.bySource.get(source)?.list() ?? []) byTag.set(m.tag, (byTag.get(m.tag) ?? 0) + 1);
+    return [...byTag].map(([tag, n]) => `tag ${tag}${n > 1 ? ` (${n} messages)` : ""}`);
   }
 
   deliver(source: number, tag: number, data: unknown): void {

@@ -393,14 +393,15 @@ export class Router implements StallSite {
     const { there, members } = place;
     const gone = (r: number) => r === this.rank || this.closedPeers.has(r) || this.dead.has(r);
     const everyone = members ?? Array.from({ length: this.size }, (_, r) => r);
-    m.peerLeft(
-      there,
-      everyone.every(gone),
-      (call) =>
-        new ClosedError(
-          `${call}: rank ${there} closed its world, and nothing it sent here matches (check the send's tag and dest)`,
-        ),
-    );
+    m.peerLeft(there, everyone.every(gone), (call) => {
+      // What it did send here, which no receive took: a tag that differs by one is the usual mistake.
+      const held = m.queuedTags(there);
+      const sent = held.length === 0 ? "" : `; what it sent here that no receive took: ${held.join(", ")}`;
+      return new ClosedError(
+        `${call}: rank ${there} closed its world, and nothing it sent here matches (check the send's tag and ` +
+          `dest)${sent}`,
+      );
+    });
   }
 
   /** True when a message this rank sent waits behind a send in flight (Transport `held`). */

@@ -118,7 +118,8 @@ for (const any of [false, true]) {
     t.is(
       linesOf(r.stderr).at(-1),
       `workpool: rank 0 failed (exit code 1): ClosedError: recv (from ${any ? "any rank" : "rank 1"}, tag 5): ` +
-        "rank 1 closed its world, and nothing it sent here matches (check the send's tag and dest)",
+        "rank 1 closed its world, and nothing it sent here matches (check the send's tag and dest); what it sent " +
+        "here that no receive took: tag 6",
     );
   });
 }
