@@ -444,6 +444,7 @@ export class Router implements StallSite {
     const stalls = this.size > 1 ? new StallWatch(this) : undefined;
     let strikes = 0;
     let cpu = process.cpuUsage();
+    let lastCheck = performance.now();
     const timer = setInterval(() => {
       if (this.failureCause || this.transport?.isClosed) {
         clearInterval(timer);
@@ -453,10 +454,14 @@ export class Router implements StallSite {
       for (const m of this.matchers.values()) waiting += m.waiting;
       const held: string[] = [];
       const cpuNow = process.cpuUsage();
+      const checkedAt = performance.now();
       // CPU time of this process since the last check, every thread's: work Node lists nowhere (a crypto or zlib
-      // job on libuv's threads, a worker thread) shows there.
-      const computing = (cpuNow.user + cpuNow.system - cpu.user - cpu.system) / 1000 > BUSY_CPU * IDLE_CHECK_MS;
+      // job on libuv's threads, a worker thread) shows there. Against the time since, which a loaded machine
+      // stretches beyond IDLE_CHECK_MS.
+      const used = (cpuNow.user + cpuNow.system - cpu.user - cpu.system) / 1000;
+      const computing = used > BUSY_CPU * (checkedAt - lastCheck);
       cpu = cpuNow;
+      lastCheck = checkedAt;
       let busy = computing || appZmqWaiting() > 0 || beyond(resourceCounts(), baseline);
       for (const waits of this.holds.values()) {
         const what = waits?.();

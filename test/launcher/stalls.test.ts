@@ -95,6 +95,19 @@ test("no deadlock is declared once a rank died, or while a rank is not running",
   t.deepEqual(gone.declared, []);
 });
 
+test("for --timeout: the ranks whose last report says they wait, and no other", (t) => {
+  const { s, declared, state } = stalls(3);
+  s.waits(0, waits(["recv (from rank 1, tag 9)"], { 1: 1 }, 0, 0, ["from rank 2, tag 4"]));
+  s.waits(1, waits(["barrier (from rank 0; collective step 2)"], {}, 1));
+  s.waits(1, waits([]));
+  s.waits(2, waits(["recv (from rank 0)"]));
+  state.running[2] = false;
+  t.deepEqual(declared, []);
+  t.deepEqual(s.waiting(), [
+    "  rank 0 waits in recv (from rank 1, tag 9); it holds messages no receive took: from rank 2, tag 4",
+  ]);
+});
+
 test("many ranks: the message lists the first 16 and counts the rest", (t) => {
   const { s, declared } = stalls(40);
   for (let r = 0; r < 40; r++) s.waits(r, waits([`barrier (from rank ${(r + 1) % 40})`]));
