@@ -189,17 +189,19 @@ async function supervise(
     },
     write,
   });
+  /** Whether `rank` runs: started, not exited, and not counted dead. */
+  const running = (rank: number) => ranks[rank]?.exited === false && !survival.isDead(rank);
   // World#shrink: survivors agree here on who is gone (launcher/shrink.ts).
   const shrinks = new Shrinks({
     size: opts.np,
-    live: (rank) => ranks[rank]?.exited === false && !survival.isDead(rank),
+    live: running,
     broadcast: (record) => control.broadcast(record),
   });
   const trace = opts.trace ? new TraceParts(join(dir, "trace"), opts.trace, write) : undefined;
   const leavers = new Leavers((record, skip) => control.broadcast(record, skip));
   const stalls = new Stalls({
     np: opts.np,
-    running: (rank) => ranks[rank]?.exited === false && !survival.isDead(rank),
+    running,
     anyDied: () => survival.anyDead,
     toldTo: (rank) => control.toldTo(rank),
     where,

@@ -9,6 +9,11 @@ export const WORLD_CONTEXTS = 2 ** 24;
 export const SUB_CONTEXTS = 2 ** 12;
 export const CLOSE_CONTEXT = 2 ** 32 - 1;
 
+/** Where `context` sits in its communicator's block: CONTEXT.user, CONTEXT.collective, or a pool's (close's aside). */
+export function offsetInBlock(context: number): number {
+  return context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
+}
+
 /** The index of the block of SUB_CONTEXTS contexts (of a communicator from split) that `context` is in. */
 export function blockOf(context: number): number {
   return Math.floor((context - WORLD_CONTEXTS) / SUB_CONTEXTS);

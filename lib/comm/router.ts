@@ -2,7 +2,7 @@ import { ENV, envMs } from "./env.ts";
 import { ClosedError, RankFailedError } from "../errors.ts";
 import { type Drain, finishClose, LAST_SENT_TAG, tellLastSent, tellLeaving } from "./close.ts";
 import { decodeFrame, decodeSplit } from "./codec.ts";
-import { blockOf, CLOSE_CONTEXT, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
+import { blockOf, CLOSE_CONTEXT, CONTEXT, offsetInBlock, WORLD_CONTEXTS } from "./contexts.ts";
 import { Departures } from "./departures.ts";
 import { ANY, Matcher } from "./matcher.ts";
 import { type StallSite, StallWatch } from "./stall.ts";
@@ -360,12 +360,11 @@ export class Router implements StallSite {
     context: number,
     rank: number,
   ): { there: number; offset: number; members: readonly number[] | undefined } | undefined {
-    const members = context < WORLD_CONTEXTS ? undefined : this.blocks.get(blockOf(context));
+    const members = context < WORLD_CONTEXTS ? undefined : this.membersOf(context);
     if (context >= WORLD_CONTEXTS && !members) return undefined;
     const there = members ? members.indexOf(rank) : rank;
     if (there < 0) return undefined;
-    const offset = context < WORLD_CONTEXTS ? context : (context - WORLD_CONTEXTS) % SUB_CONTEXTS;
-    return { there, offset, members };
+    return { there, offset: offsetInBlock(context), members };
   }
 
   /** This rank sends world rank `dest` a point-to-point message (a communicator's `send`, `sendrecv`). */

@@ -26,7 +26,7 @@
  * wait as the passive state).
  */
 import { launcherRecordsHeard, report } from "../control/report.ts";
-import { CLOSE_CONTEXT, collectiveStep, CONTEXT, SUB_CONTEXTS, WORLD_CONTEXTS } from "./contexts.ts";
+import { CLOSE_CONTEXT, collectiveStep, CONTEXT, offsetInBlock, WORLD_CONTEXTS } from "./contexts.ts";
 import type { Describing, Matcher } from "./matcher.ts";
 
 /**
@@ -95,7 +95,7 @@ export class StallWatch {
 /** The kind of a context: a communicator's point-to-point or collective one, close's, or a pool's. */
 function kindOf(context: number): "user" | "collective" | "close" | "pool" {
   if (context === CLOSE_CONTEXT) return "close";
-  const offset = context >= WORLD_CONTEXTS ? (context - WORLD_CONTEXTS) % SUB_CONTEXTS : context;
+  const offset = offsetInBlock(context);
   return offset === CONTEXT.user ? "user" : offset === CONTEXT.collective ? "collective" : "pool";
 }
 
