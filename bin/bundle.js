@@ -22,6 +22,7 @@ const ENTRIES = [
   "lib/control/boot.js",
   "lib/control/preload.js",
   "launcher/cli.js",
+  "launcher/warm.js",
 ];
 const MARK = "// workpool: bundled by bin/bundle.js";
 

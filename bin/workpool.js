@@ -52,7 +52,23 @@ if (tmpVar !== undefined) {
   }
 }
 
+// The first ranks' node starts now, while the launcher loads (launcher/warm.ts): from dist/, so it is released
+// (each exits) if the launcher runs from the sources after all.
+let warm;
+if (
+  process.argv[2] === "launch" &&
+  from !== "source" &&
+  existsSync(new URL("../dist/launcher/warm.js", import.meta.url))
+) {
+  try {
+    warm = await import("../dist/launcher/warm.js");
+    warm.startWarm(process.argv.slice(3));
+  } catch {
+    warm = undefined; // a build being rewritten: the ranks start cold
+  }
+}
 const fromDist = from === "dist" || (from !== "source" && buildState(ROOT) === "fresh");
+if (!fromDist) warm?.releaseWarm();
 let main;
 if (fromDist || !existsSync(new URL("../launcher/cli.ts", import.meta.url))) {
   ({ main } = await import("../dist/launcher/cli.js"));

@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import type { Readable } from "node:stream";
 
 /** How a rank ended. */
@@ -54,3 +55,21 @@ export interface RankLauncher {
 
 /** Makes the back-end for one job, given the job's private folder (removed by the launcher afterwards). */
 export type RankLauncherFactory = (jobDir: string) => RankLauncher;
+
+/** How `child` ends, watched from now on: its exit, and whether it has come. */
+export function watchExit(child: ChildProcess): { exit: Promise<RankExit>; exited: () => boolean } {
+  let exited = false;
+  const exit = new Promise<RankExit>((resolve) => {
+    let error: string | undefined;
+    child.on("error", (e) => {
+      error = e.message;
+      // A process that could not be started never exits.
+      if (child.pid === undefined) resolve({ code: 1, signal: null, error });
+    });
+    child.on("exit", (code, signal) => {
+      exited = true;
+      resolve({ code, signal, error });
+    });
+  });
+  return { exit, exited: () => exited };
+}

@@ -11,7 +11,8 @@ import { jobEnd, reportStats } from "./exit-summary.ts";
 import { beatIntervalMs, DEFAULT_HEARTBEAT_SECONDS, startAllowanceMs } from "./heartbeat.ts";
 import { makeJobFolder } from "./job-folder.ts";
 import { Leavers } from "./leavers.ts";
-import { rankHeapOptions, rankNodeOptions } from "./loader.ts";
+import { rankHeapOptions } from "./heap.ts";
+import { rankNodeOptions } from "./loader.ts";
 import { ProgressLine } from "./progress.ts";
 import { type Rank, type RankOutput, startRank } from "./rank.ts";
 import { RecordDispatch } from "./record-dispatch.ts";
@@ -21,6 +22,7 @@ import { StopPolicy } from "./stop-policy.ts";
 import { Survival } from "./survival.ts";
 import { TraceParts } from "./trace-merge.ts";
 import { UsageError } from "./usage-error.ts";
+import { releaseWarm } from "./warm.ts";
 import { Watchdog } from "./watchdog.ts";
 
 export interface JobOptions {
@@ -143,6 +145,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     ranks.push(started.rank);
     finished.push(started.finished);
   }
+  releaseWarm();
   await Promise.all(finished);
   // Ranks declared dead, or silent, may be cut off rather than ended: their connections are not waited for.
   const dead = ranks.filter((r) => survival.isDead(r.rank)).map((r) => r.rank);

@@ -3,7 +3,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { rankEnvironment } from "../../lib/internal-start.ts";
-import type { RankExit, RankLauncher, RankProcess } from "../backend.ts";
+import { type RankExit, type RankLauncher, type RankProcess, watchExit } from "../backend.ts";
+import { takeWarm } from "../warm.ts";
 
 /**
  * The job's last line of defence against orphans, started detached by the launcher as `sh -c REAPER reaper DIR`.
@@ -50,7 +51,14 @@ export class LocalLauncher implements RankLauncher {
   }
 
   start(_rank: number, env: Readonly<Record<string, string>>, argv: readonly string[]): RankProcess {
-    return this.spawn(process.execPath, argv, rankEnvironment(process.env, env)).rank;
+    const rankEnv = rankEnvironment(process.env, env);
+    // A node started before the launcher knew the job, when it would start the same (launcher/warm.ts).
+    const warm = takeWarm(argv, rankEnv);
+    if (warm !== undefined) {
+      this.reaper.stdin?.write(`${warm.child.pid}\n`);
+      return rankOf(warm.child, warm.exit, warm.exited);
+    }
+    return this.spawn(process.execPath, argv, rankEnv).rank;
   }
 
   /**
@@ -75,34 +83,26 @@ export class LocalLauncher implements RankLauncher {
       child.stdin?.on("error", () => {});
       child.stdin?.write(input);
     }
-    let exited = false;
-    const exit = new Promise<RankExit>((resolve) => {
-      let error: string | undefined;
-      child.on("error", (e) => {
-        error = e.message;
-        // A process that could not be started never exits.
-        if (child.pid === undefined) resolve({ code: 1, signal: null, error });
-      });
-      child.on("exit", (code, signal) => {
-        exited = true;
-        resolve({ code, signal, error });
-      });
-    });
-    const rank: RankProcess = {
-      stdout: child.stdout as Readable,
-      stderr: child.stderr as Readable,
-      exit,
-      signal: (signal) => {
-        if (!exited) signalGroup(child, signal);
-      },
-      stopped: () => !exited && child.pid !== undefined && isStopped(child.pid),
-    };
-    return { rank, stdin: child.stdin ?? undefined };
+    const { exit, exited } = watchExit(child);
+    return { rank: rankOf(child, exit, exited), stdin: child.stdin ?? undefined };
   }
 
   close(): void {
     this.reaper.stdin?.end("done\n");
   }
+}
+
+/** `child`, a process group leader with its output piped, as job supervision sees a rank. */
+function rankOf(child: ChildProcess, exit: Promise<RankExit>, exited: () => boolean): RankProcess {
+  return {
+    stdout: child.stdout as Readable,
+    stderr: child.stderr as Readable,
+    exit,
+    signal: (signal) => {
+      if (!exited()) signalGroup(child, signal);
+    },
+    stopped: () => !exited() && child.pid !== undefined && isStopped(child.pid),
+  };
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {

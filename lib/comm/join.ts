@@ -2,7 +2,6 @@ import { hostname } from "node:os";
 import { addressFacing, tcpEndpoint, tcpHost } from "./address.ts";
 import { firstPeers } from "./collectives.ts";
 import { ENV, type JobEnv, readJobEnv } from "./env.ts";
-import { meetForeignJob } from "./foreign.ts";
 import { detectForeignLaunch } from "./foreign-launch.ts";
 import { checkCurve } from "./job-key.ts";
 import { connectTimeoutMs, joinRendezvous } from "./rendezvous.ts";
@@ -26,7 +25,9 @@ import { onRankDeath, onRankLeft } from "../control/deaths.ts";
 export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W): Promise<W> {
   // Started by mpirun or srun rather than `workpool launch`: this process's rank 0 serves the rendezvous.
   const launch = detectForeignLaunch();
-  const meeting = launch && launch.size > 1 ? await meetForeignJob(launch) : undefined;
+  // Loaded only then: what mpirun's and srun's jobs need (the meeting file, host names, crypto and DNS of node's)
+  // is no part of a rank that `workpool launch` started.
+  const meeting = launch && launch.size > 1 ? await (await import("./foreign.ts")).meetForeignJob(launch) : undefined;
   const env = meeting?.env ?? readJobEnv();
   // The job's key is this process's to use, not its children's: a process the app starts is no rank.
   delete process.env[ENV.key];

@@ -17,13 +17,17 @@
  * Without WORKPOOL_CONTROL (no launcher) it does nothing.
  */
 import "./boot.ts";
-import { inspect } from "node:util";
+import { createRequire } from "node:module";
 import { openControlChannel } from "./channel.ts";
 import { liveFromStart, startLive } from "./live.ts";
 import { moduleFormatHint } from "./module-format.ts";
 import { CONTROL_KEY } from "./report.ts";
 
 const channel = openControlChannel();
+
+/** util.inspect, as node prints an uncaught error; node:util is loaded only when one comes (it costs every rank a start). */
+const inspect = (value: unknown): string =>
+  (createRequire(import.meta.url)("node:util") as typeof import("node:util")).inspect(value);
 
 if (channel) {
   (globalThis as Record<symbol, unknown>)[CONTROL_KEY] = channel;

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createRequire } from "node:module";
 import { pack } from "../comm/codec.ts";
 import type { PendingPut } from "./runtime.ts";
 
@@ -13,6 +13,8 @@ export function rootsDigest(initial: readonly PendingPut<unknown>[]): string | u
   if (initial.length === 0) return undefined;
   try {
     const head = initial.slice(0, DIGEST_TASKS).map((p) => [p.task, p.priority, p.to ?? null, p.key ?? null]);
+    // node:crypto is loaded here, by the ranks that put tasks before a first run, not by every rank at its start.
+    const { createHash } = createRequire(import.meta.url)("node:crypto") as typeof import("node:crypto");
     return `${initial.length}:${createHash("sha1").update(pack(head)).digest("base64")}`;
   } catch {
     return undefined;
