@@ -17,6 +17,7 @@ import {
   type ValueName,
 } from "../../lib/comm/codec.ts";
 import { EncodeError } from "../../lib/errors.ts";
+import { fixture, startNode } from "../helpers/run.ts";
 
 interface Decoded {
   readonly source: number;
@@ -515,4 +516,16 @@ test("corrupt frames and split messages throw errors that say what is wrong", (t
 test("pack and unpack round-trip a single value with the same types", (t) => {
   const value = { m: new Map([["k", 1n]]), d: new Date(0), f: new Float32Array([0.5]), s: new Set([1]) };
   t.deepEqual(unpack(pack(value)), value);
+});
+
+// msgpackr's native string decoding is loaded with the codec, without node's child_process (which detect-libc
+// would load to learn the C library: codec.ts `loadMsgpackr` tells msgpackr-extract's loader), and LIBC is left
+// exactly as it was: unset stays unset, a value stays that value.
+test("the codec loads msgpackr's native decoding without child_process, and leaves LIBC as it was", async (t) => {
+  const probe = fixture("codec-load.mjs");
+  for (const libc of [undefined, "glibc"]) {
+    const r = await startNode([probe], libc === undefined ? {} : { LIBC: libc }).result;
+    t.is(r.code, 0, r.stderr);
+    t.deepEqual(JSON.parse(r.stdout), { native: true, childProcess: false, libc: libc ?? null });
+  }
 });
