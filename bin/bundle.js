@@ -4,9 +4,10 @@
 // each rank starts about 25 ms of CPU sooner (64 ranks on 2 cores: 0.8 s), and so does the launcher's first rank.
 //
 // The entry points keep their paths (dist/lib/index.js, internal.js, internal-start.js, control/boot.js,
-// control/preload.js, dist/launcher/cli.js), so package.json's exports, bin/workpool.js and the preload's path
-// are unchanged; the code they share is in dist/chunks/, one copy, so the preload and the app see the same module
-// instances. dist/chunks/ is as deep as dist/launcher/, so launcher/loader.ts finds the preload and the package
+// control/preload.js, dist/launcher/cli.js, warm.js), so package.json's exports, bin/workpool.js and the preload's
+// path are unchanged; the code they share is in dist/chunks/, one copy, so the preload and the app see the same
+// module instances (and bin/workpool.js's warm ranks are the ones the launcher's local back-end takes: warm.ts).
+// dist/lib/control/warm.js, the script a warm rank runs, is tsc's alone: it imports only node's modules. dist/chunks/ is as deep as dist/launcher/, so launcher/loader.ts finds the preload and the package
 // folder from its import.meta.url whichever of the two its code lands in. The types stay tsc's
 // (dist/**/*.d.ts). zeromq and msgpackr stay packages of their own. esbuild comes with tsx, a dependency.
 import { existsSync, readFileSync, rmSync } from "node:fs";
