@@ -8,11 +8,11 @@
  * its rank (`takeWarm`): the environment, node options and app a cold rank would have been given, written to a
  * pipe. The warm process then loads the rank's imports and runs the app as node would have (lib/control/warm.ts).
  *
- * Only what would start the same is served warm: a JavaScript app run by the local back-end from dist/, with no
+ * Only what would start the same is served warm: a rank the local back-end starts, from dist/, with no
  * `--node-arg`, no `-x`, no NODE_OPTIONS, whose environment is the launcher's own plus the job's WORKPOOL_*
- * variables. Anything else (a TypeScript app, hosts, an option this scan does not know) starts cold, as before;
- * `releaseWarm` kills the processes no rank took (the launcher's exit too), and a warm process whose launcher
- * is killed ends by itself (its pipe closes).
+ * variables. Anything else (hosts, an option this scan does not know) starts cold, as before; `releaseWarm`
+ * kills the processes no rank took (at the launcher's exit too), and a warm process whose launcher is killed
+ * ends by itself (its pipe closes).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -157,7 +157,7 @@ export function takeWarm(argv: readonly string[], env: Readonly<Record<string, s
   (child.stdio[3] as Writable).end(
     JSON.stringify({
       env,
-      execArgv: argv.slice(0, argv.indexOf(rank.app)),
+      execArgv: rank.nodeArgs,
       imports: rank.imports,
       app: rank.app,
       args: rank.args,
@@ -166,7 +166,7 @@ export function takeWarm(argv: readonly string[], env: Readonly<Record<string, s
   return warm;
 }
 
-/** Ends the warm processes no rank took: each reads the end of its pipe and exits. */
+/** Ends the warm processes no rank took. */
 export function releaseWarm(): void {
   if (pool === undefined) return;
   for (const warm of pool.idle.splice(0)) {
@@ -185,7 +185,7 @@ export function releaseWarm(): void {
 export function parseRankArgv(
   argv: readonly string[],
   heap: readonly string[],
-): { imports: string[]; app: string; args: string[] } | undefined {
+): { nodeArgs: string[]; imports: string[]; app: string; args: string[] } | undefined {
   if (heap.some((flag, i) => argv[i] !== flag)) return undefined;
   const imports: string[] = [];
   let i = heap.length;
@@ -196,7 +196,7 @@ export function parseRankArgv(
   const app = argv[i];
   if (app === undefined || app.startsWith("-") || !/\.[cm]?[jt]sx?$/.test(app)) return undefined;
   if (!imports.every((url) => url.startsWith("file:"))) return undefined;
-  return { imports, app, args: argv.slice(i + 1) };
+  return { nodeArgs: argv.slice(0, i), imports, app, args: argv.slice(i + 1) };
 }
 
 /** Whether `rank` is `warm` but for the job's own variables (WORKPOOL_*), which the warm process takes on. */

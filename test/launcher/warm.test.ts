@@ -57,6 +57,7 @@ test("a rank's node arguments are served warm only as HEAP --import URL... APP A
   const boot = "file:///p/dist/lib/control/boot.js";
   const preload = "file:///p/dist/lib/control/preload.js";
   t.deepEqual(parseRankArgv([...heap, "--import", boot, "--import", preload, "/a/app.mjs", "x", "--y"], heap), {
+    nodeArgs: [...heap, "--import", boot, "--import", preload],
     imports: [boot, preload],
     app: "/a/app.mjs",
     args: ["x", "--y"],
