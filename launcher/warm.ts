@@ -44,6 +44,13 @@ let pool: WarmPool | undefined;
 /** The script a warm process runs: beside the preload, in dist/ (warm ranks are only started from dist/). */
 const WARM_SCRIPT = new URL("../lib/control/warm.js", import.meta.url);
 
+/**
+ * WORKPOOL_WARM=0 starts every rank cold. A warm rank's /proc/PID/environ is the launcher's environment as the
+ * process began, without the job's variables, which came on its pipe (no secret of the job shows there); a tool
+ * that reads a rank's job variables from /proc needs cold ranks.
+ */
+export const WARM_VARIABLE = "WORKPOOL_WARM";
+
 /** `launch`'s options that take a value (`--flag value` or `--flag=value`); those not here take none. */
 const VALUE_OPTIONS = new Set([
   "-n",
@@ -105,14 +112,14 @@ export function launchRanks(args: readonly string[]): number | undefined {
 /**
  * Starts the warm ranks `workpool launch ARGS` can use: one a rank (`launchRanks`), at most one a core (more
  * would only compete with the launcher for them), given the heap options its ranks will be given. None where
- * NODE_OPTIONS is set: its preloads would run before the rank's environment is there.
+ * NODE_OPTIONS is set (its preloads would run before the rank's environment is there), or WORKPOOL_WARM=0.
  */
 export function startWarm(
   args: readonly string[],
   env: NodeJS.ProcessEnv = process.env,
   cores = availableParallelism(),
 ): void {
-  if (pool !== undefined || (env.NODE_OPTIONS ?? "").trim() !== "") return;
+  if (pool !== undefined || (env.NODE_OPTIONS ?? "").trim() !== "" || env[WARM_VARIABLE] === "0") return;
   const np = launchRanks(args);
   if (np === undefined) return;
   const heap = rankHeapOptions([], np, totalmem(), env.NODE_OPTIONS);

@@ -95,6 +95,14 @@ test("a warm rank gets the arguments, node options and environment a cold one ge
   }
 });
 
+test("WORKPOOL_WARM=0 starts every rank cold", async (t) => {
+  const ranks = await run(["-n", "2", APP], { WORKPOOL_WARM: "0" });
+  t.deepEqual(
+    ranks.map((r) => r.warm),
+    [false, false],
+  );
+});
+
 test("a warm CommonJS app is node's main module, and its throw at load fails the job as a cold one's does", async (t) => {
   const [warm] = await run([CJS, "x"]);
   t.deepEqual(warm, { main: true, argv: [`${process.cwd()}/${CJS}`, "x"], warm: true });

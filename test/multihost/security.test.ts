@@ -137,7 +137,8 @@ const TEMP = "wp-security-test-";
 
 test.serial("one host, ipc: garbage and keyless ZeroMQ peers at every socket of the job change nothing", async (t) => {
   const go = join(tempFolder(t, TEMP), "go");
-  const job = launch(["-n", "3", "--transport", "ipc", JOB, go]);
+  // Cold ranks: the secrets are read from a rank's /proc/PID/environ, which a warm rank's does not hold.
+  const job = launch(["-n", "3", "--transport", "ipc", JOB, go], { WORKPOOL_WARM: "0" });
   const ready = parseReady(await job.lines(READY, 3));
   const dir = ready[0]?.dir as string;
   t.is(statSync(dir).mode & 0o777, 0o700, "the job folder is private");

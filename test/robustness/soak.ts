@@ -26,8 +26,8 @@ export interface SoakJob {
 export interface SoakOutcome {
   readonly job: SoakJob;
   readonly ms: number;
-  /** The rank killed, when the kill landed (the job may have ended first). */
-  readonly killed: number | undefined;
+  /** The rank killed (undefined for a warm rank), when the kill landed (the job may have ended first). */
+  readonly killed: { readonly rank: number | undefined } | undefined;
   /** Empty when the job ended as it should. */
   readonly problems: string[];
 }
@@ -68,12 +68,23 @@ export function soakJobs(count: number, seed: number, faultShare = 0.1): SoakJob
 }
 
 /** A rank's rank number and job folder, from its environment; undefined if it is not (or no longer) a rank. */
-function rankInfo(pid: number): { rank: number; dir: string | undefined } | undefined {
+/**
+ * A child of the launcher: the reaper (`sh -c REAPER reaper DIR`: the job folder), a rank started cold (its rank
+ * and job folder in /proc/PID/environ), or a rank started warm (launcher/warm.ts: a node process whose environ
+ * holds none of the job's variables, which came on a pipe, so its rank is not known here).
+ */
+type Child = { kind: "reaper"; dir: string } | { kind: "rank"; rank: number | undefined; dir: string | undefined };
+
+function childInfo(pid: number): Child | undefined {
   try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    const words = cmdline.split("\0");
+    if (words[0] === "/bin/sh" && words[3] === "reaper") return { kind: "reaper", dir: words[4] as string };
     const env = readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
     const get = (k: string) => env.find((e) => e.startsWith(`${k}=`))?.slice(k.length + 1);
     const rank = get("WORKPOOL_RANK");
-    return rank === undefined ? undefined : { rank: Number(rank), dir: get("WORKPOOL_IPC_DIR") };
+    if (rank !== undefined) return { kind: "rank", rank: Number(rank), dir: get("WORKPOOL_IPC_DIR") };
+    return cmdline.startsWith(process.execPath) ? { kind: "rank", rank: undefined, dir: undefined } : undefined;
   } catch {
     return undefined;
   }
@@ -96,18 +107,18 @@ export async function runSoakJob(job: SoakJob, rnd: () => number): Promise<SoakO
   void running.result.then(() => {
     ended = true;
   });
-  const ranks = new Map<number, number>();
+  // Each rank's pid, with its rank where its environment tells (a cold rank; a warm one's is undefined).
+  const ranks = new Map<number, number | undefined>();
   const folders = new Set<string>();
   const watch = () => {
     for (const pid of childrenOf(running.pid)) {
       if (ranks.has(pid)) continue;
-      const info = rankInfo(pid);
-      if (!info) continue;
-      ranks.set(pid, info.rank);
-      if (info.dir) folders.add(info.dir);
+      const child = childInfo(pid);
+      if (child?.dir) folders.add(child.dir);
+      if (child?.kind === "rank") ranks.set(pid, child.rank);
     }
   };
-  let killed: number | undefined;
+  let killed: { rank: number | undefined } | undefined;
   if (job.killAfterMs !== undefined) {
     // Wait for the ranks to exist (the fault needs a victim), then kill one after the drawn delay.
     await until(
@@ -126,7 +137,7 @@ export async function runSoakJob(job: SoakJob, rnd: () => number): Promise<SoakO
       if (!ended && isAlive(victim)) {
         try {
           process.kill(victim, "SIGKILL");
-          killed = ranks.get(victim);
+          killed = { rank: ranks.get(victim) };
         } catch {
           /* it exited meanwhile */
         }
@@ -147,11 +158,14 @@ export async function runSoakJob(job: SoakJob, rnd: () => number): Promise<SoakO
   if (ms > JOB_DEADLINE_MS) problems.push(`took ${ms} ms`);
   const lastLine = r.stderr.trimEnd().split("\n").at(-1) ?? "";
   if (killed !== undefined && !(r.code === 0 && /verified/.test(r.stdout + r.stderr))) {
-    // The kill landed before the job ended: the job fails naming that rank.
-    if (r.code !== 137) problems.push(`status ${r.code}, expected 137 after killing rank ${killed}`);
-    if (lastLine !== `workpool: rank ${killed} failed (killed by SIGKILL)`) {
-      problems.push(`last stderr line ${JSON.stringify(lastLine)}, expected rank ${killed} named`);
-    }
+    // The kill landed before the job ended: the job fails naming that rank (a warm one: a rank no cold one is).
+    const named = /^workpool: rank (\d+) failed \(killed by SIGKILL\)$/.exec(lastLine);
+    const cold = new Set([...ranks.values()].filter((rank) => rank !== undefined));
+    const expected = killed.rank === undefined ? "a warm rank" : `rank ${killed.rank}`;
+    if (r.code !== 137) problems.push(`status ${r.code}, expected 137 after killing ${expected}`);
+    const right =
+      named !== null && (killed.rank === undefined ? !cold.has(Number(named[1])) : Number(named[1]) === killed.rank);
+    if (!right) problems.push(`last stderr line ${JSON.stringify(lastLine)}, expected ${expected} named`);
   } else if (killed === undefined) {
     const app = APPS.find((a) => a.app === job.app) as (typeof APPS)[number];
     if (r.code !== 0) problems.push(`status ${r.code}: ${lastLine}`);
