@@ -52,8 +52,8 @@ if (tmpVar !== undefined) {
   }
 }
 
-// The first ranks' node starts now, while the launcher loads (launcher/warm.ts): from dist/, so it is released
-// (each exits) if the launcher runs from the sources after all.
+// The first ranks' node starts now, while the launcher loads (launcher/warm.ts): from dist/, so those processes
+// are killed if the launcher runs from the sources after all.
 let warm;
 if (
   process.argv[2] === "launch" &&
