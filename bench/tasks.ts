@@ -93,7 +93,7 @@ async function poolHash(dir: string, concurrency: number, waitMs: number, nodeAr
 
 /**
  * A node option that sizes the heap, so the launcher gives the ranks no old-generation headroom of its own
- * (launcher/loader.ts `rankHeapOptions`): V8 sizes their first collections as it would (see the note printed under
+ * (launcher/heap.ts `rankHeapOptions`): V8 sizes their first collections as it would (see the note printed under
  * the I/O table).
  */
 const NO_HEADROOM = "--max-old-space-size=4096";

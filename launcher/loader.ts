@@ -60,6 +60,3 @@ export function rankNodeOptions(app: string): string[] {
     return ["--conditions=workpool-source", "--import", TS_LOADER, "--import", BOOT, "--import", PRELOAD];
   return [...(isTypeScript(app) ? ["--import", TS_LOADER] : []), "--import", BOOT, "--import", PRELOAD];
 }
-
-// The heap's headroom is in launcher/heap.ts, which the warm ranks use before this module loads.
-export { rankHeapOptions } from "./heap.ts";

@@ -254,11 +254,11 @@ export class Executor<T> {
 
   /**
    * Lets the event loop turn between slices: once, or twice after a slice that held the thread longer than a long
-   * task (LONG_TASK_MS). A message that came while the thread was held is read only on the second turn (measured:
-   * ZeroMQ's descriptor wakes zeromq.js on the first). With one turn, an idle rank's steal request that came
-   * during a task of 286 ms was read only after the next task, of 275: that rank sat idle 566 ms, and the run (2
-   * ranks, 40 tasks of 20-300 ms, their times as priorities) ended at 1.10 times the bound, against 1.01 when the
-   * request is read between the two tasks. Slices of short tasks keep one turn.
+   * task (LONG_TASK_MS). An idle rank's steal request sent as a run started was read, with one turn, only after
+   * the holder's second task of 286 and 275 ms: that rank sat idle 566 ms, and the run (2 ranks, 40 tasks of
+   * 20-300 ms, their times as priorities) ended at 1.10 times the bound. With a second turn (a third changed
+   * nothing) it is read after the first task: 292 ms idle, 1.06. Why zeromq.js needs the second turn there was not
+   * pinned down. Slices of short tasks keep one turn.
    */
   async yield(): Promise<void> {
     this.pause();

@@ -1,9 +1,9 @@
 /**
- * Each rank's old-generation headroom (launcher/loader.ts `rankHeapOptions`): given unless the app's node options
+ * Each rank's old-generation headroom (launcher/heap.ts `rankHeapOptions`): given unless the app's node options
  * size the heap themselves, and smaller when many ranks share a machine.
  */
 import test from "ava";
-import { rankHeapOptions } from "../../launcher/loader.ts";
+import { rankHeapOptions } from "../../launcher/heap.ts";
 
 const GIB = 2 ** 30;
 
