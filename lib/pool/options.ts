@@ -242,6 +242,9 @@ export function impliedMode(options: PoolOptions): PoolMode | undefined {
   return undefined;
 }
 
+/** RunOptions that are no pool option (`concurrency` is both). */
+const RUN_ONLY: readonly string[] = ["reduce", "gather", "signal"];
+
 /**
  * Resolves options against the launcher's spec and the defaults, and validates them all up front.
  * Options given in code override the spec key by key; a code `mode` different from the spec's drops the spec.
@@ -257,8 +260,10 @@ export function resolvePoolConfig(
   const fromSpec = spec ? parsePoolSpec(spec) : {};
   const code = options ?? {};
   for (const key of Object.keys(code)) {
-    if (!(key in KEYS))
-      throw new ConfigError(`unknown pool option \`${key}\` (known: ${Object.keys(KEYS).join(", ")})`);
+    if (key in KEYS) continue;
+    // An option of a run given to the pool, the usual slip (`world.pool({ reduce })`): said where it goes.
+    const where = RUN_ONLY.includes(key) ? `: it is an option of a run, \`pool.run(handler, { ${key} })\`` : "";
+    throw new ConfigError(`unknown pool option \`${key}\`${where} (known: ${Object.keys(KEYS).join(", ")})`);
   }
   const specMode = fromSpec.mode ?? impliedMode(fromSpec) ?? impliedMode(code) ?? DEFAULT_MODE;
   const merged: PoolOptions =
