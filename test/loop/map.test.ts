@@ -26,7 +26,7 @@ function checkMaps(t: ExecutionContext, stdout: string, size: number): void {
   t.is(failed.size, size, stdout);
   for (const [rank, e] of failed) {
     t.like(e, { name: "TaskError", task: 4321, cause: "RangeError: bad item4321" }, `rank ${rank}`);
-    t.regex(e.message as string, /^map: item 4321 failed on rank \d+: bad item4321$/);
+    t.regex(e.message as string, /^map: the item at index 4321 failed on rank \d+: bad item4321$/);
   }
   t.is(failedAsync.size, size, stdout);
   for (const e of failedAsync.values()) {
