@@ -183,7 +183,9 @@ function itemError(e: TaskError): TaskError {
   const index = Number(m[1]);
   const original = cause instanceof ItemFailure ? cause.cause : Object.assign(new Error(m[2]), { name: cause.name });
   if (!(cause instanceof ItemFailure) && cause.stack) (original as Error).stack = cause.stack;
-  return new TaskError(e.rank, index, `map: the item at index ${index} failed on rank ${e.rank}: ${m[2]}`, { cause: original });
+  return new TaskError(e.rank, index, `map: the item at index ${index} failed on rank ${e.rank}: ${m[2]}`, {
+    cause: original,
+  });
 }
 
 function isPromise(v: unknown): v is Promise<unknown> {
