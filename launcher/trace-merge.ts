@@ -70,10 +70,17 @@ export class TraceParts {
     }
   }
 
-  /** Once every rank has exited: merges the parts of `np` ranks into the trace; what fails is a warning on stderr. */
+  /**
+   * Once every rank has exited: merges the parts of `np` ranks into the trace and says where it went, with how
+   * many events (a user otherwise has only the option they gave to find it); what fails is a warning on stderr.
+   */
   finish(np: number): void {
     try {
-      mergeTrace(this.dir, np, this.file);
+      const events = mergeTrace(this.dir, np, this.file);
+      process.stderr.write(
+        `workpool: trace of ${np} rank${np === 1 ? "" : "s"} written to ${this.file} (${events} events; ` +
+          "open it in https://ui.perfetto.dev or chrome://tracing)\n",
+      );
       if (this.lost) {
         const { events, ranks } = this.lost;
         const which = [...ranks].sort((a, b) => a - b).join(", ");

@@ -16,6 +16,7 @@ test("--trace writes Trace Event Format JSON with one track per rank", async (t)
   const file = join(dir, "trace.json");
   const r = await run(["-n", "4", "--pool", "centralized", "--trace", file, TREE, "5", "4"]);
   t.is(r.code, 0, r.stderr);
+  t.regex(r.stderr, /^workpool: trace of 4 ranks written to \S+trace\.json \(\d+ events; open it in /m);
   const trace = JSON.parse(readFileSync(file, "utf8")) as {
     traceEvents: {
       ph: string;
