@@ -282,6 +282,7 @@ class TimedRun {
         };
       },
       soon: (fn) => clock.soon(() => this.onRank(rank, fn)),
+      now: () => clock.now,
     };
     const start = (work.initial[rank] as SimTask[]).map((task) => ({ task, priority: 0, to: undefined }));
     const rt = simRuntime(this.link(rank), config);

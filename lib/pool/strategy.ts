@@ -40,6 +40,8 @@ export interface DistributedHost {
   readonly load: number;
   /** Tasks queued on this rank that balancing may move elsewhere. */
   readonly movable: number;
+  /** The priority of the movable task this rank would run or give next (0 with none, or none given). */
+  readonly topPriority: number;
   /**
    * True while a task runs on this rank (the balancer hears messages while a task awaits). Between tasks it is
    * false, and the rank is about to run a queued task if it has one: either way, a rank with `load` queued has
@@ -86,6 +88,8 @@ export interface DistributedHost {
   recentKeys(): readonly TaskKey[];
   /** Calls `fn` after `ms` milliseconds (a timer the simulation controls), unless cancelled. */
   after(ms: number, fn: () => void): Cancel;
+  /** The time now, in ms, on the clock of `after` (the simulation's, in one). */
+  now(): number;
   /** Root only: the pool has terminated; tells every rank. `lastActivityAt` is the latest on any rank. */
   terminate(lastActivityAt: number): void;
   /** Ends the wait that the balancer's `open` began: the rank runs its first task now. */

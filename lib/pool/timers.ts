@@ -9,6 +9,8 @@ export interface Timers {
   after(ms: number, fn: () => void): Cancel;
   /** Calls `fn` after the current event-loop turn (setImmediate). */
   soon(fn: () => void): void;
+  /** The time now, in ms (performance.now(), or the simulation's clock). */
+  now(): number;
 }
 
 export const EVENT_LOOP_TIMERS: Timers = {
@@ -17,4 +19,5 @@ export const EVENT_LOOP_TIMERS: Timers = {
     return () => clearTimeout(t);
   },
   soon: (fn) => setImmediate(fn),
+  now: () => performance.now(),
 };

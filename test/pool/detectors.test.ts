@@ -24,6 +24,7 @@ class ScriptedHost implements DistributedHost {
   readonly root = 0;
   readonly load = 0;
   readonly movable = 0;
+  readonly topPriority = 0;
   readonly running = false;
   readonly longTasks = false;
   readonly meanTaskMs = 0;
@@ -49,6 +50,10 @@ class ScriptedHost implements DistributedHost {
 
   after(): () => void {
     throw new Error("a detector sets no timers");
+  }
+
+  now(): number {
+    return 0;
   }
 
   recentKeys(): readonly never[] {

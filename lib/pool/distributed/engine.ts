@@ -115,6 +115,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
     return this.movableQueue.size;
   }
 
+  get topPriority(): number {
+    return this.movableQueue.peekPriority() ?? 0;
+  }
+
   get running(): boolean {
     return this.inTask || this.flight.size > 0;
   }
@@ -157,6 +161,10 @@ export class DistributedEngine<T> implements Engine<T>, DistributedHost {
 
   after(ms: number, fn: () => void): Cancel {
     return this.timers.after(ms, fn);
+  }
+
+  now(): number {
+    return this.timers.now();
   }
 
   terminate(lastActivityAt: number): void {
