@@ -62,6 +62,11 @@ export interface SimParams {
   /** Pool options lowWater / highWater (sender-initiated needs a low highWater to move anything). */
   readonly lowWater?: number;
   readonly highWater?: number;
+  /**
+   * The tasks put before the run carry distinct priorities (task id + 1), as an app's that puts its tasks with their
+   * times as priorities: a dealer of few tasks then runs some on its own turn (receiver.ts `ownTurn`).
+   */
+  readonly priorities?: boolean;
 }
 
 export interface SimOutcome {
@@ -235,7 +240,11 @@ function build(params: SimParams, rnd: () => number): Sim {
       }
       return 1;
     };
-    const initial = initialOf(rank).map((task) => ({ task, priority: 0, to: task.to }));
+    const initial = initialOf(rank).map((task) => ({
+      task,
+      priority: params.priorities ? task.id + 1 : 0,
+      to: task.to,
+    }));
     const timers = sim.held.for(rank);
     const engine = new DistributedEngine<Task>(simRuntime(link, config), handler, ctx, initial, timers);
     const driver = new RankDriver(engine, false);

@@ -3,8 +3,9 @@
  * surviving-sim.ts): the simulations' tasks take no time, so the executor is made to say that every rank's tasks
  * are long (40 ms on average). Then asks are held between tasks, hungry askers get single tasks unasked, ranks
  * ask the rank that last gave them work first, and a rank asked before its first task deals its few tasks
- * standing by (`standBy`): every result must still be exact, and no run may hang or end early, with and without
- * deaths. (This file's worker alone sees the patched executor.)
+ * standing by (`standBy`), running a task of its own while every rank it dealt to runs one of a higher priority
+ * (`ownTurn`, with the flat workload's tasks put with priorities): every result must still be exact, and no run
+ * may hang or end early, with and without deaths. (This file's worker alone sees the patched executor.)
  */
 import test from "ava";
 import { Executor } from "../../lib/pool/executor.ts";
@@ -41,6 +42,7 @@ test("long tasks, simulated schedules: every workload correct under receiver-ini
           tasks,
           seed,
           lowWater: seed % 3,
+          priorities: seed % 4 === 0,
         };
         const out = await simulate(p);
         for (const [k, v] of Object.entries(out.counters)) totals[k] = (totals[k] ?? 0) + v;
@@ -50,6 +52,7 @@ test("long tasks, simulated schedules: every workload correct under receiver-ini
   }
   t.deepEqual(failures, []);
   t.true((totals.standBys ?? 0) > 0, "no rank ever stood by to deal its tasks");
+  t.true((totals.dealerOwnTasks ?? 0) > 0, "no dealer ever ran a task on its own turn");
   t.true((totals.asksHeld ?? 0) > 0, "no ask was ever held");
   t.true((totals.givesSent ?? 0) > 0, "no task was ever given unasked");
   t.true((totals.secondAsks ?? 0) > 0, "no rank ever asked a second partner while its first request was out");
