@@ -125,6 +125,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     caughtUp: () => control.caughtUp(),
     timeoutSeconds: opts.timeoutSeconds,
     waiting: () => parts.stalls.waiting(),
+    others: () => parts.stalls.others(),
   });
   const startMs = localStartMs(opts.np, setup.backend);
   const watchdog = new Watchdog({ ranks, survival, policy, where: setup.where, heartbeatMs, startMs });

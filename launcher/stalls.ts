@@ -74,6 +74,27 @@ export class Stalls {
     return lines;
   }
 
+  /**
+   * For the same message: the ranks still running whose last report does not say they wait on messages alone,
+   * which are the ones to look at first (a loop that never yields, a wait on a timer, a file or a socket), as
+   * `ranks not seen waiting on messages alone (...): rank 1, rank 3`; or undefined when every rank still running
+   * waits on messages. A rank tells its waits at its idle checks, a second apart (router.ts `watchIdle`), so in a
+   * job stopped within its first seconds a rank may not have told yet.
+   */
+  others(): string | undefined {
+    const ranks: string[] = [];
+    let more = 0;
+    for (let r = 0; r < this.opts.np; r++) {
+      if (!this.opts.running(r) || this.latest[r] !== undefined) continue;
+      if (ranks.length < MAX_RANKS_LISTED) ranks.push(this.opts.where(r));
+      else more++;
+    }
+    if (ranks.length === 0) return undefined;
+    const rest = more > 0 ? ` (and ${more} more)` : "";
+    const why = "in their own code, or on a timer, a file, a socket; ranks tell every second";
+    return `ranks not seen waiting on messages alone (${why}): ${ranks.join(", ")}${rest}`;
+  }
+
   private line(rank: number, { w, q }: WaitsRecord): string {
     const held = q.length === 0 ? "" : `; it holds messages no receive took: ${q.join("; ")}`;
     return `  ${this.opts.where(rank)} waits in ${w.join("; ")}${held}`;

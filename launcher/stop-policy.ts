@@ -43,6 +43,8 @@ export interface StopPolicyOptions {
   readonly timeoutSeconds: number | undefined;
   /** What ranks last said they wait in (stalls.ts), for the timeout's message: a line each. */
   readonly waiting?: () => readonly string[];
+  /** The line naming the ranks still running that wait on no message alone (stalls.ts `others`), if any. */
+  readonly others?: () => string | undefined;
 }
 
 /**
@@ -72,7 +74,9 @@ export class StopPolicy {
       if (this.decided) return;
       const waits = this.opts.waiting?.() ?? [];
       const said = waits.length === 0 ? "" : `\nwhat ranks last said they wait in:\n${waits.join("\n")}`;
-      this.stop(`workpool: job timed out after ${seconds} s; ${this.stoppingAll()}${said}`, 124);
+      const others = this.opts.others?.();
+      const busy = others === undefined ? "" : `\n${others}`;
+      this.stop(`workpool: job timed out after ${seconds} s; ${this.stoppingAll()}${said}${busy}`, 124);
     }, seconds * 1000);
   }
 

@@ -40,7 +40,12 @@ test("SIGKILL to the launcher: every rank goes away anyway and the job folder is
 test("--timeout ends a job that runs too long with status 124", async (t) => {
   const result = await run(["--timeout", "0.5", "-n", "2", STUCK]);
   t.is(result.code, 124);
-  t.is(linesOf(result.stderr).at(-1), "workpool: job timed out after 0.5 s; stopping 2 ranks");
+  // Both ranks wait in recv with a timer of their own (stuck.ts): neither waits on messages alone.
+  t.deepEqual(linesOf(result.stderr).slice(-2), [
+    "workpool: job timed out after 0.5 s; stopping 2 ranks",
+    "ranks not seen waiting on messages alone (in their own code, or on a timer, a file, a socket; ranks tell " +
+      "every second): rank 0, rank 1",
+  ]);
 });
 
 test("a job folder left by a launcher killed with its reaper is removed by the next launch", async (t) => {

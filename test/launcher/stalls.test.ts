@@ -106,6 +106,14 @@ test("for --timeout: the ranks whose last report says they wait, and no other", 
   t.deepEqual(s.waiting(), [
     "  rank 0 waits in recv (from rank 1, tag 9); it holds messages no receive took: from rank 2, tag 4",
   ]);
+  // Rank 1 said it no longer waits (and rank 2 has exited): it is the one to look at.
+  t.is(
+    s.others(),
+    "ranks not seen waiting on messages alone (in their own code, or on a timer, a file, a socket; ranks tell " +
+      "every second): rank 1",
+  );
+  s.waits(1, waits(["recv (from rank 0)"]));
+  t.is(s.others(), undefined, "every rank still running waits on messages");
 });
 
 test("many ranks: the message lists the first 16 and counts the rest", (t) => {
