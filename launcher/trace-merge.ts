@@ -76,9 +76,9 @@ export class TraceParts {
    */
   finish(np: number): void {
     try {
-      const events = mergeTrace(this.dir, np, this.file);
+      const merged = mergeTrace(this.dir, np, this.file);
       process.stderr.write(
-        `workpool: trace of ${np} rank${np === 1 ? "" : "s"} written to ${this.file} (${events} events; ` +
+        `workpool: trace of ${np} rank${np === 1 ? "" : "s"} written to ${this.file} (${merged} events; ` +
           "open it in https://ui.perfetto.dev or chrome://tracing)\n",
       );
       if (this.lost) {
