@@ -41,14 +41,6 @@ import { findUnsendable, type Step, where } from "./unsendable.ts";
  * received: 1.25x, 2.12x).
  */
 export const HEADER_BYTES = 17;
-/**
- * msgpackr, loaded with `require`: its CommonJS build is one file, where its ES module build is five that Node's
- * loader reads, resolves and links one by one. A rank's loading of workpool took 45.5 ms of CPU against 48.3
- * (median of 60 each, node 20 on a 2-core EPYC). Only this module uses msgpackr, so no other copy of it meets
- * these messages (and the typed-array decoder below is registered with this copy, whose extension table is the
- * one these messages are decoded with).
- */
-const { addExtension, Packr, RESERVE_START_SPACE } = loadMsgpackr();
 
 /**
  * msgpackr, with its native string decoding (msgpackr-extract, about 3.5x faster on messages of many strings).
@@ -89,12 +81,32 @@ const MAX_BODY_BYTES = 2 ** 32 - 1;
 /** Thrown by msgpackr's `writeFunction` hook; `encodeMessage` turns it into an EncodeError with the path. */
 const FUNCTION_FOUND = new Error("a function cannot be sent");
 
-const packr = new Packr({
-  moreTypes: true,
-  writeFunction: () => {
-    throw FUNCTION_FOUND;
-  },
-});
+/** msgpackr's flag that makes `pack` leave room at the start of its output (msgpackr's RESERVE_START_SPACE). */
+let reserveStart = 0;
+let loadedPackr: Msgpackr.Packr | undefined;
+
+/**
+ * The encoder and decoder of every message, made on first use. msgpackr is loaded with `require`: its CommonJS
+ * build is one file, where its ES module build is five that Node's loader reads, resolves and links one by one
+ * (a rank's loading of workpool took 45.5 ms of CPU against 48.3, median of 60 each, node 20 on a 2-core EPYC).
+ * It is loaded on the first message rather than with this module: with its native string decoding it takes about
+ * 9 ms, which a world of one that sends nothing (`launch -n 1`, `node app.js`) need not pay. Only this module
+ * uses msgpackr, so no other copy of it meets these messages (and the typed-array decoder below is registered
+ * with this copy, whose extension table is the one these messages are decoded with).
+ */
+function packr(): Msgpackr.Packr {
+  if (loadedPackr !== undefined) return loadedPackr;
+  const { addExtension, Packr, RESERVE_START_SPACE } = loadMsgpackr();
+  addExtension({ type: TYPED_ARRAY_EXT, unpack: typedArray });
+  reserveStart = RESERVE_START_SPACE;
+  loadedPackr = new Packr({
+    moreTypes: true,
+    writeFunction: () => {
+      throw FUNCTION_FOUND;
+    },
+  });
+  return loadedPackr;
+}
 
 /**
  * The body `decodeSplit` is decoding, while it decodes one that owns its whole buffer and is large enough to hold
@@ -157,7 +169,6 @@ function typedArray(data: Uint8Array): unknown {
   if (code === 17) return new DataView(buffer);
   throw new Error(`Could not find typed array for code ${code}`);
 }
-addExtension({ type: TYPED_ARRAY_EXT, unpack: typedArray });
 
 /**
  * How an EncodeError names the value: the root's name (`data`, `value`), or a function of the path to the bad
@@ -213,7 +224,7 @@ export function encodeMessage(
   let b: Buffer;
   try {
     // msgpackr leaves the first HEADER_BYTES of its output for us, so the message is built without a copy.
-    b = packr.pack(data, RESERVE_START_SPACE | HEADER_BYTES);
+    b = packr().pack(data, reserveStart | HEADER_BYTES);
   } catch (cause) {
     throw encodeError(data, call, name, cause);
   }
@@ -263,7 +274,7 @@ export function decodeFrame(
     let data: unknown;
     if (kind === BYTES) data = copyOut(frame, body, next);
     // msgpackr reads the frame itself: a Buffer inside `data` then arrives as a Buffer, as it was sent.
-    else if (kind === MSGPACK) data = packr.unpack(frame, { start: body, end: next });
+    else if (kind === MSGPACK) data = packr().unpack(frame, { start: body, end: next });
     else throw new Error(`corrupt frame from rank ${source}: unknown body kind ${kind}`);
     at = next;
     each(source, context, tag, data);
@@ -301,7 +312,7 @@ export function decodeSplit(
   else if (kind === MSGPACK) {
     ownedBody = owns && body.length >= VIEW_BYTES ? body : undefined;
     try {
-      data = packr.unpack(body);
+      data = packr().unpack(body);
     } finally {
       ownedBody = undefined;
     }
@@ -311,9 +322,9 @@ export function decodeSplit(
 
 /** Plain encode/decode of a single value (bootstrap messages, files). */
 export function pack(value: unknown): Buffer {
-  return packr.pack(value);
+  return packr().pack(value);
 }
 
 export function unpack(buffer: Uint8Array): unknown {
-  return packr.unpack(buffer as Buffer);
+  return packr().unpack(buffer as Buffer);
 }

@@ -4,8 +4,6 @@ import { pack, unpack } from "./codec.ts";
 import { ENV } from "./env.ts";
 import { clientOptions, type JobKey, serverOptions } from "./job-key.ts";
 
-const zmq = loadZmq();
-
 /**
  * Rendezvous: how N ranks that know only (rank, size, one address) learn every rank's endpoint.
  *
@@ -80,7 +78,7 @@ export async function serveRendezvous(
   bindAddress: string,
   key: JobKey | undefined,
 ): Promise<RendezvousService> {
-  const router = new zmq.Router({ linger: 2000, ...serverOptions(key) });
+  const router = new (loadZmq().Router)({ linger: 2000, ...serverOptions(key) });
   await uninterruptedAsync(() => router.bind(bindAddress));
   const endpoint = router.lastEndpoint ?? bindAddress;
   const infos: (RankInfo | undefined)[] = new Array(size);
@@ -158,7 +156,7 @@ export async function joinRendezvous(
   joinMs = Math.max(JOIN_TIMEOUT_MS, connectMs),
   remedy = "",
 ): Promise<string[]> {
-  const dealer = new zmq.Dealer({ linger: 0, ...clientOptions(key) });
+  const dealer = new (loadZmq().Dealer)({ linger: 0, ...clientOptions(key) });
   const who = `rank ${hello.rank}`;
   let connected = false;
   const handshake = new Promise<typeof CONNECTED>((resolve) => {

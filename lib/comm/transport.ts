@@ -4,8 +4,6 @@ import { HEADER_BYTES } from "./codec.ts";
 import { clientOptions, type JobKey, serverOptions } from "./job-key.ts";
 import { ownSocket } from "./zmq-activity.ts";
 
-const zmq = loadZmq();
-
 /**
  * The wire: one PULL inbox per rank, and one PUSH socket per peer this rank sends to (connected lazily,
  * so a 1024-rank job opens only the connections it uses, but for the few that nearly every job uses, which
@@ -130,7 +128,7 @@ export class Transport {
     onFrame: (frame: Buffer, body?: Buffer) => void,
     onError: (e: Error) => void,
   ): Promise<Transport> {
-    const inbox = new zmq.Pull({ receiveHighWaterMark: 0, linger: 0, ...serverOptions(key) });
+    const inbox = new (loadZmq().Pull)({ receiveHighWaterMark: 0, linger: 0, ...serverOptions(key) });
     ownSocket(inbox);
     await uninterruptedAsync(() => inbox.bind(address));
     const t = new Transport(inbox, inbox.lastEndpoint ?? address, key);
@@ -217,7 +215,7 @@ export class Transport {
     if (!box) {
       const endpoint = this.endpoints[dest];
       if (endpoint === undefined) throw new Error(`no endpoint for rank ${dest}`);
-      const socket = new zmq.Push({
+      const socket = new (loadZmq().Push)({
         sendHighWaterMark: 0,
         linger: LINGER_MS,
         immediate: false,

@@ -1,7 +1,5 @@
 import type * as Zmq from "zeromq";
-import { loadZmq } from "./zmq.ts";
-
-const zmq = loadZmq();
+import { loadZmq, whenZmqLoads, zmqInProcess } from "./zmq.ts";
 
 /**
  * How many sends and receives the app has waiting on ZeroMQ sockets of its own (not the job's: see `ownSocket`).
@@ -10,8 +8,11 @@ const zmq = loadZmq();
  * (`process.getActiveResourcesInfo()`): its poller lives in the addon. The idle watch (router.ts) would then
  * take a rank that awaits its own socket, say a control socket of a benchmark or a service the app talks to,
  * for an app that forgot `close()`. So `send` and `receive` of every zeromq.js socket in this process are
- * counted while they are pending: once, on the shared prototype, when this module loads. An app whose zeromq
- * package is another copy than workpool's is not seen (its sockets' prototype is another).
+ * counted while they are pending: once, on the shared prototype, from the moment zeromq is in the process. That
+ * is when this module loads if the app loaded zeromq first, else when workpool loads it, as a world of more than
+ * one rank connects, before the idle watch starts (a world of one has none); an operation the app started on a
+ * socket of its own before its world connected is not counted. An app whose zeromq package is another copy than
+ * workpool's is not seen (its sockets' prototype is another).
  */
 
 const own = new WeakSet<object>();
@@ -29,8 +30,9 @@ export function appZmqWaiting(): number {
 
 type Method = (this: Zmq.Socket, ...args: unknown[]) => Promise<unknown>;
 const COUNTED = Symbol.for("workpool.zmqCounted");
+let counting = false;
 
-function count(name: "send" | "receive"): void {
+function count(zmq: typeof Zmq, name: "send" | "receive"): void {
   const proto = zmq.Socket.prototype as unknown as Record<string, Method & { [COUNTED]?: true }>;
   const original = proto[name];
   if (!original || original[COUNTED]) return;
@@ -55,5 +57,12 @@ function count(name: "send" | "receive"): void {
   Object.defineProperty(proto, name, { value: counted, writable: false, enumerable: false, configurable: true });
 }
 
-count("send");
-count("receive");
+function install(zmq: typeof Zmq): void {
+  if (counting) return;
+  counting = true;
+  count(zmq, "send");
+  count(zmq, "receive");
+}
+
+if (zmqInProcess()) install(loadZmq());
+else whenZmqLoads(install);

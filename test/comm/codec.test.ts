@@ -518,14 +518,23 @@ test("pack and unpack round-trip a single value with the same types", (t) => {
   t.deepEqual(unpack(pack(value)), value);
 });
 
-// msgpackr's native string decoding is loaded with the codec, without node's child_process (which detect-libc
-// would load to learn the C library: codec.ts `loadMsgpackr` tells msgpackr-extract's loader), and LIBC is left
-// exactly as it was: unset stays unset, a value stays that value.
-test("the codec loads msgpackr's native decoding without child_process, and leaves LIBC as it was", async (t) => {
+// Neither zeromq nor msgpackr is loaded with workpool, nor by a world of one (`node app.js`, `launch -n 1`), which
+// sends nothing: about 15 ms of a start. msgpackr's native string decoding is loaded with the codec's first use,
+// without node's child_process (which detect-libc would load to learn the C library: codec.ts `loadMsgpackr`
+// tells msgpackr-extract's loader), and LIBC is left exactly as it was: unset stays unset, a value stays that
+// value.
+test("a world of one loads no zeromq or msgpackr; the codec loads msgpackr's native decoding without child_process, and leaves LIBC as it was", async (t) => {
   const probe = fixture("codec-load.mjs");
+  const none = { zeromq: false, msgpackr: false };
   for (const libc of [undefined, "glibc"]) {
     const r = await startNode([probe], libc === undefined ? {} : { LIBC: libc }).result;
     t.is(r.code, 0, r.stderr);
-    t.deepEqual(JSON.parse(r.stdout), { native: true, childProcess: false, libc: libc ?? null });
+    t.deepEqual(JSON.parse(r.stdout), {
+      imported: none,
+      worldOfOne: none,
+      native: true,
+      childProcess: false,
+      libc: libc ?? null,
+    });
   }
 });

@@ -32,9 +32,16 @@ test("a plain JavaScript app that prints after connect and ends without close() 
   );
 });
 
-for (const which of ["timer", "recv", "pool", "zmq"]) {
-  test(`waiting is not idle: ${which}`, async (t) => {
-    const r = await run(["-n", "3", "--timeout", "60", APP, which], FAST);
+const CASES = [
+  ["timer", APP],
+  ["recv", APP],
+  ["pool", APP],
+  ["zmq", APP],
+  ["zmq", fixture("no-close-zmq-first.ts"), " (zeromq imported before workpool)"],
+] as const;
+for (const [which, app, how = ""] of CASES) {
+  test(`waiting is not idle: ${which}${how}`, async (t) => {
+    const r = await run(["-n", "3", "--timeout", "60", app, which], FAST);
     t.is(r.code, 0, r.stderr);
     t.is(linesOf(r.stdout).filter((l) => l.endsWith("closed")).length, 3, r.stdout);
   });
