@@ -12,7 +12,7 @@ import { flushingAfter, type GatherBatch, Gathering, gatherRoot } from "./gather
 import { forEach } from "../loop/doall.ts";
 import { mapOn, type MapHandler, type MapOptions } from "../loop/map.ts";
 import type { LoopBody, LoopOptions, LoopResult, StoppableLoopResult } from "../loop/options.ts";
-import { type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
+import { parsePoolSpec, type PoolConfig, type PoolOptions, resolvePoolConfig } from "./options.ts";
 import { checkPutOptions, PendingPuts, untravelled } from "./pending.ts";
 import { Results } from "./results.ts";
 import { runConcurrency, watchRun } from "./run-setup.ts";
@@ -461,7 +461,37 @@ export function createPool<T>(world: Communicator, options?: PoolOptions): Pool<
   } catch (e) {
     throw specError(e, world.env.pool, world.size);
   }
-  return new Pool<T>(world, world.allocateContext(), config);
+  const pool = new Pool<T>(world, world.allocateContext(), config);
+  if (world.rank === config.coordinator) warnOneWorker(pool.name, config, world.size, options, world.env.pool);
+  return pool;
+}
+
+let warnedOneWorker = false;
+
+/**
+ * A centralized pool on two ranks whose coordinator only deals has one worker: every task runs on one rank, beside
+ * the messages, so the job is slower than a plain loop (a stranger's tree search at `--pool centralized -n 2`:
+ * 364 ms against the plain recursion's 337). Said once a process, on the coordinator, unless the app or the spec
+ * chose `coordinatorWorks` itself (the seed slides' protocol, which `compare` runs, names it).
+ */
+function warnOneWorker(
+  name: string,
+  config: PoolConfig,
+  size: number,
+  options: PoolOptions | undefined,
+  spec: string | undefined,
+): void {
+  if (warnedOneWorker || size !== 2 || config.mode !== "centralized" || config.coordinatorWorks) return;
+  if (options?.coordinatorWorks !== undefined) return;
+  if (spec !== undefined && parsePoolSpec(spec).coordinatorWorks !== undefined) return;
+  warnedOneWorker = true;
+  process.emitWarning(
+    `${name}: a centralized pool on 2 ranks has one worker: its coordinator (rank ${config.coordinator}) runs no ` +
+      "task, so every task runs on the other rank; `coordinatorWorks: true` (`--pool " +
+      "centralized,coordinatorWorks=true`) puts both to work, as does the distributed pool (the default); " +
+      "`coordinatorWorks: false` keeps a coordinator that only deals, and this warning away",
+    { type: "WorkpoolWarning", code: "WP_ONE_WORKER" },
+  );
 }
 
 /**

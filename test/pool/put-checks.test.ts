@@ -88,6 +88,33 @@ test("the same root task put by every rank: one warning, on rank 0, saying how t
   t.is(one.stdout, "[0] leaves 987\n");
 });
 
+// A centralized pool on 2 ranks whose coordinator only deals runs every task on one rank: said once, by the
+// coordinator, unless coordinatorWorks was chosen; never on more ranks, nor for the default pool.
+test("a centralized pool of one worker: one warning, on its coordinator, naming coordinatorWorks", async (t) => {
+  const cases = [
+    ["-n", "2", "--pool", "centralized"],
+    ["-n", "2", "--pool", "centralized,coordinator=1"],
+    ["-n", "2", "--pool", "centralized,coordinatorWorks=false"],
+    ["-n", "2", "--pool", "centralized,coordinatorWorks=true"],
+    ["-n", "3", "--pool", "centralized"],
+    ["-n", "2"],
+  ];
+  const results = await Promise.all(cases.map((c) => run([...c, SAME_ROOTS, "one"])));
+  const warned = results.map((r, i) => {
+    t.is(r.code, 0, r.stderr);
+    t.is(r.stdout, "[0] leaves 987\n", cases[i]?.join(" "));
+    return linesOf(r.stderr)
+      .filter((l) => l.includes("WP_ONE_WORKER"))
+      .map((l) => l.replace(/\(node:\d+\)/, "(node:PID)"));
+  });
+  const line = (rank: number) =>
+    `[${rank}] (node:PID) [WP_ONE_WORKER] WorkpoolWarning: pool1: a centralized pool on 2 ranks has one worker: ` +
+    `its coordinator (rank ${rank}) runs no task, so every task runs on the other rank; \`coordinatorWorks: true\` ` +
+    "(`--pool centralized,coordinatorWorks=true`) puts both to work, as does the distributed pool (the default); " +
+    "`coordinatorWorks: false` keeps a coordinator that only deals, and this warning away";
+  t.deepEqual(warned, [[line(0)], [line(1)], [], [], [], []]);
+});
+
 for (const n of ["1", "2"]) {
   test(`-n ${n}: a handler that returns null returns a value, sync as async`, async (t) => {
     const r = await run(["-n", n, fixture("null-result.ts")]);
