@@ -24,6 +24,12 @@ export interface RankProcess {
    * that node is still starting on a busy machine, without waiting for the whole start allowance.
    */
   stopped?(): boolean;
+  /**
+   * How long, in ms, the rank's main thread has waited for a core while it could run, since its process
+   * started, where the back-end can see it (a local process on Linux: /proc/PID/schedstat); undefined otherwise.
+   * Lets the watchdog tell a rank that a crowded machine kept from running from one that stopped or hung.
+   */
+  waitedForCoreMs?(): number | undefined;
 }
 
 /**

@@ -25,11 +25,20 @@ const HEARTBEAT_OPTION = "--heartbeat SECONDS to change, 0 for none";
  * heard from once its start is overdue (its process stopped or hung while node started it, or a remote one's
  * agent that hangs). A silent rank brings the job down, named; one the job survives is killed instead, so that
  * it can never come back with late messages, and counted dead at once.
+ *
+ * The time a rank's main thread spent waiting for a core, where the back-end can see it (local ranks), does not
+ * count as silence: a crowded machine is not a hung rank. 64 ranks of a TypeScript app profiled with
+ * `--node-arg=--cpu-prof` on 2 cores loaded their modules so slowly, each waiting its turn among 64, that one
+ * sent no beat for 30 s and the job was brought down; counted this way they ran to the end. The wait is read
+ * at the first check after a rank was last heard from, so what it waited between that and the check still
+ * counts as silence: the watchdog errs towards finding a rank silent, by at most one check's interval.
  */
 export class Watchdog {
   /** Ranks found silent: their connections are cut off at the end, not waited for. */
   readonly silent = new Set<number>();
   private timer: NodeJS.Timeout | undefined;
+  /** Per rank: when it was last heard from, as the last check saw it, and how long it had waited for a core then. */
+  private readonly waits = new Map<number, { heardAt: number; waited: number }>();
 
   constructor(private readonly opts: WatchdogOptions) {}
 
@@ -42,14 +51,17 @@ export class Watchdog {
     clearInterval(this.timer);
   }
 
-  private check(): void {
+  /** Looks for a silent rank now (the timer's call; a test's, with a clock of its own). */
+  check(now = Date.now()): void {
     const { ranks, survival, policy } = this.opts;
     if (policy.decided) return;
-    const now = Date.now();
+    this.markWaits(ranks);
     const isSilent = (r: Rank) =>
       !r.exited &&
       !survival.isDead(r.rank) &&
-      (now - r.lastHeard > (r.heard ? this.opts.heartbeatMs : this.dueMs(r)) || this.stoppedAtStart(r, now));
+      (r.heard
+        ? now - r.lastHeard > this.opts.heartbeatMs && this.silentMs(r, now) > this.opts.heartbeatMs
+        : now - r.lastHeard > this.dueMs(r) || this.stoppedAtStart(r, now));
     let silent = ranks.find(isSilent);
     // What is said of a silent rank is read before it is killed: a stopped process is no longer one once killed.
     while (silent && survival.survives(silent.rank)) {
@@ -64,6 +76,28 @@ export class Watchdog {
     // A stopped rank acts on no SIGTERM: it would hold the job for the grace, to go only by SIGKILL.
     silent.process.signal("SIGKILL");
     policy.stop(reason, 1);
+  }
+
+  /** Notes how long each rank heard from since the last check had waited for a core (see the class). */
+  private markWaits(ranks: readonly Rank[]): void {
+    for (const r of ranks) {
+      if (!r.heard || r.exited || this.waits.get(r.rank)?.heardAt === r.lastHeard) continue;
+      const waited = r.process.waitedForCoreMs?.();
+      if (waited === undefined) this.waits.delete(r.rank);
+      else this.waits.set(r.rank, { heardAt: r.lastHeard, waited });
+    }
+  }
+
+  /** How long `r` has been silent, less what it waited for a core since the check after it was last heard. */
+  private silentMs(r: Rank, now: number): number {
+    return now - r.lastHeard - this.waitedSinceHeard(r);
+  }
+
+  private waitedSinceHeard(r: Rank): number {
+    const mark = this.waits.get(r.rank);
+    if (mark?.heardAt !== r.lastHeard) return 0;
+    const waited = r.process.waitedForCoreMs?.();
+    return waited === undefined ? 0 : Math.max(0, waited - mark.waited);
   }
 
   /** When `r`, not heard from yet, is overdue (ms after it started). */
@@ -93,9 +127,11 @@ export class Watchdog {
     const stopping = this.opts.policy.stoppingAll();
     const rank = this.opts.where(r.rank);
     if (r.heard) {
+      const waited = this.waitedSinceHeard(r);
+      const crowded = waited >= 1000 ? `, besides ${seconds(waited)} s waiting for a core` : "";
       return (
-        `workpool: ${rank} sent no heartbeat for ${this.opts.heartbeatMs / 1000} s (stopped, or blocked in one ` +
-        `synchronous stretch that long; ${HEARTBEAT_OPTION}); ${stopping}`
+        `workpool: ${rank} sent no heartbeat for ${this.opts.heartbeatMs / 1000} s${crowded} (stopped, or ` +
+        `blocked in one synchronous stretch that long; ${HEARTBEAT_OPTION}); ${stopping}`
       );
     }
     if (this.stoppedAtStart(r, now)) {

@@ -102,6 +102,7 @@ function rankOf(child: ChildProcess, exit: Promise<RankExit>, exited: () => bool
       if (!exited()) signalGroup(child, signal);
     },
     stopped: () => !exited() && child.pid !== undefined && isStopped(child.pid),
+    waitedForCoreMs: () => (exited() || child.pid === undefined ? undefined : waitedForCoreMs(child.pid)),
   };
 }
 
@@ -131,5 +132,18 @@ export function isStopped(pid: number): boolean {
     return state === "T" || state === "t";
   } catch {
     return false;
+  }
+}
+
+/**
+ * How long process `pid`'s main thread (the one that runs JavaScript and sends heartbeats) has waited on a run
+ * queue, in ms: the second field of /proc/PID/schedstat (Linux, nanoseconds). Undefined where /proc cannot tell.
+ */
+export function waitedForCoreMs(pid: number): number | undefined {
+  try {
+    const waited = Number(readFileSync(`/proc/${pid}/schedstat`, "latin1").split(" ")[1]);
+    return Number.isFinite(waited) ? waited / 1e6 : undefined;
+  } catch {
+    return undefined;
   }
 }
