@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { ENV, envMs } from "./env.ts";
 import { ClosedError, RankFailedError } from "../errors.ts";
 import { type Drain, finishClose, LAST_SENT_TAG, tellLastSent, tellLeaving } from "./close.ts";
@@ -22,6 +23,36 @@ const IDLE_CHECK_MS = envMs(ENV.idleCheckMs, 1000);
 const BUSY_CPU = 0.1;
 /** Resources a rank has from the start (its stdio): only more of them than at start count as activity. */
 const STDIO = new Set(["PipeWrap", "TTYWrap"]);
+
+/**
+ * What this process's threads did, in ms: the CPU time of every thread, and (Linux) the time each thread but the
+ * main one waited for a core. Work that Node lists nowhere (a crypto or zlib job on libuv's threads, a worker
+ * thread) shows in the first; on a crowded machine it shows in the second, where those threads wait their turn
+ * (a rank awaiting pbkdf2 jobs got less than BUSY_CPU of a core in two checks in a row while the test suite ran
+ * beside it, and was taken for idle). The main thread's waits are left out: it is what wakes for each check.
+ */
+function threadsWorkMs(): number {
+  const cpu = process.cpuUsage();
+  return (cpu.user + cpu.system) / 1000 + othersWaitedMs();
+}
+
+function othersWaitedMs(): number {
+  if (process.platform !== "linux") return 0;
+  let ns = 0;
+  try {
+    for (const tid of readdirSync("/proc/self/task")) {
+      if (tid === String(process.pid)) continue;
+      try {
+        ns += Number(readFileSync(`/proc/self/task/${tid}/schedstat`, "latin1").split(" ")[1]) || 0;
+      } catch {
+        /* the thread ended */
+      }
+    }
+  } catch {
+    return 0;
+  }
+  return ns / 1e6;
+}
 
 /** How many resources of each type keep the event loop alive now (`stdio`: only those of STDIO's types). */
 function resourceCounts(stdio = false): Map<string, number> {
@@ -442,7 +473,7 @@ export class Router implements StallSite {
     const baseline = resourceCounts(true);
     const stalls = this.size > 1 ? new StallWatch(this) : undefined;
     let strikes = 0;
-    let cpu = process.cpuUsage();
+    let work = threadsWorkMs();
     let lastCheck = performance.now();
     const timer = setInterval(() => {
       if (this.failureCause || this.transport?.isClosed) {
@@ -452,14 +483,12 @@ export class Router implements StallSite {
       let waiting = 0;
       for (const m of this.matchers.values()) waiting += m.waiting;
       const held: string[] = [];
-      const cpuNow = process.cpuUsage();
+      const workNow = threadsWorkMs();
       const checkedAt = performance.now();
-      // CPU time of this process since the last check, every thread's: work Node lists nowhere (a crypto or zlib
-      // job on libuv's threads, a worker thread) shows there. Against the time since, which a loaded machine
-      // stretches beyond IDLE_CHECK_MS.
-      const used = (cpuNow.user + cpuNow.system - cpu.user - cpu.system) / 1000;
-      const computing = used > BUSY_CPU * (checkedAt - lastCheck);
-      cpu = cpuNow;
+      // What the threads did since the last check (threadsWorkMs), against the time since, which a loaded
+      // machine stretches beyond IDLE_CHECK_MS.
+      const computing = workNow - work > BUSY_CPU * (checkedAt - lastCheck);
+      work = workNow;
       lastCheck = checkedAt;
       let busy = computing || appZmqWaiting() > 0 || beyond(resourceCounts(), baseline);
       for (const waits of this.holds.values()) {
