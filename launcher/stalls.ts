@@ -77,7 +77,7 @@ export class Stalls {
   /**
    * For the same message: the ranks still running whose last report does not say they wait on messages alone,
    * which are the ones to look at first (a loop that never yields, a wait on a timer, a file or a socket), as
-   * `ranks not seen waiting on messages alone (...): rank 1, rank 3`; or undefined when every rank still running
+   * `ranks still busy (...): rank 1, rank 3`; or undefined when every rank still running
    * waits on messages. A rank tells its waits at its idle checks, a second apart (router.ts `watchIdle`), so in a
    * job stopped within its first seconds a rank may not have told yet.
    */
@@ -91,8 +91,9 @@ export class Stalls {
     }
     if (ranks.length === 0) return undefined;
     const rest = more > 0 ? ` (and ${more} more)` : "";
-    const why = "in their own code, or on a timer, a file, a socket; ranks tell every second";
-    return `ranks not seen waiting on messages alone (${why}): ${ranks.join(", ")}${rest}`;
+    const why =
+      "running their own code, or waiting on a timer, a file or a socket rather than on messages; ranks tell every second";
+    return `ranks still busy (${why}): ${ranks.join(", ")}${rest}`;
   }
 
   private line(rank: number, { w, q }: WaitsRecord): string {

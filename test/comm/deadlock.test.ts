@@ -112,8 +112,8 @@ slowOnly(test)(
     t.deepEqual(lines.slice(at + 1), [
       "what ranks last said they wait in:",
       "  rank 0 waits in recv (from rank 1, tag 9)",
-      "ranks not seen waiting on messages alone (in their own code, or on a timer, a file, a socket; ranks tell " +
-        "every second): rank 1",
+      "ranks still busy (running their own code, or waiting on a timer, a file or a socket rather than on " +
+        "messages; ranks tell every second): rank 1",
     ]);
   },
 );

@@ -43,8 +43,8 @@ test("--timeout ends a job that runs too long with status 124", async (t) => {
   // Both ranks wait in recv with a timer of their own (stuck.ts): neither waits on messages alone.
   t.deepEqual(linesOf(result.stderr).slice(-2), [
     "workpool: job timed out after 0.5 s; stopping 2 ranks",
-    "ranks not seen waiting on messages alone (in their own code, or on a timer, a file, a socket; ranks tell " +
-      "every second): rank 0, rank 1",
+    "ranks still busy (running their own code, or waiting on a timer, a file or a socket rather than on " +
+      "messages; ranks tell every second): rank 0, rank 1",
   ]);
 });
 

@@ -109,8 +109,8 @@ test("for --timeout: the ranks whose last report says they wait, and no other", 
   // Rank 1 said it no longer waits (and rank 2 has exited): it is the one to look at.
   t.is(
     s.others(),
-    "ranks not seen waiting on messages alone (in their own code, or on a timer, a file, a socket; ranks tell " +
-      "every second): rank 1",
+    "ranks still busy (running their own code, or waiting on a timer, a file or a socket rather than on " +
+      "messages; ranks tell every second): rank 1",
   );
   s.waits(1, waits(["recv (from rank 0)"]));
   t.is(s.others(), undefined, "every rank still running waits on messages");
