@@ -1,4 +1,5 @@
 import test from "ava";
+import { resolveApp } from "../../launcher/app-path.ts";
 import { fixture, linesOf, run } from "../helpers/run.ts";
 
 // test/fixtures/args.ts (and the folder apps that import it) prints `args <rank> <entry file> <JSON argv>`.
@@ -29,4 +30,20 @@ test("-- ends the launcher's options", async (t) => {
   const result = await run(["-n", "2", "--", "test/fixtures/args.ts", "--help"]);
   t.is(result.code, 0, result.stderr);
   t.deepEqual(linesOf(result.stdout).sort(), argsLines(2, "args.ts", ["--help"]));
+});
+
+// A missing app names what the user most likely meant: the name with an app's extension, else an app file of
+// the same folder one or two edits away; nothing when none is close.
+test("a missing app names the file that was likely meant", (t) => {
+  const missing = (arg: string, hint = "") => ({ message: `app ${JSON.stringify(arg)} does not exist${hint}` });
+  t.throws(
+    () => resolveApp("test/fixtures/hello"),
+    missing("test/fixtures/hello", "; did you mean test/fixtures/hello.ts?"),
+  );
+  t.throws(
+    () => resolveApp("test/fixtures/helo.ts"),
+    missing("test/fixtures/helo.ts", "; did you mean test/fixtures/hello.ts?"),
+  );
+  t.throws(() => resolveApp("test/fixtures/qqqqzzzz.ts"), missing("test/fixtures/qqqqzzzz.ts"));
+  t.throws(() => resolveApp("test/no-such-folder/app.ts"), missing("test/no-such-folder/app.ts"));
 });
