@@ -126,6 +126,7 @@ export async function runJob(opts: JobOptions): Promise<number> {
     timeoutSeconds: opts.timeoutSeconds,
     waiting: () => parts.stalls.waiting(),
     others: () => parts.stalls.others(),
+    where: setup.where,
   });
   const startMs = localStartMs(opts.np, setup.backend);
   const watchdog = new Watchdog({ ranks, survival, policy, where: setup.where, heartbeatMs, startMs });

@@ -45,6 +45,8 @@ export interface StopPolicyOptions {
   readonly waiting?: () => readonly string[];
   /** The line naming the ranks still running that wait on no message alone (stalls.ts `others`), if any. */
   readonly others?: () => string | undefined;
+  /** How a message names a rank (with its host when it is remote); `rank N` without. */
+  readonly where?: (rank: number) => string;
 }
 
 /**
@@ -152,7 +154,18 @@ export class StopPolicy {
     this.stopping = true;
     for (const r of this.opts.ranks) if (!r.exited) r.process.signal("SIGTERM");
     this.killTimer ??= setTimeout(() => {
-      for (const r of this.opts.ranks) if (!r.exited) r.process.signal("SIGKILL");
+      const left = this.opts.ranks.filter((r) => !r.exited);
+      if (left.length === 0) return;
+      // Said, since the job then ends later than a stop does (an app's SIGTERM handler that does not exit).
+      const where = this.opts.where ?? ((rank: number) => `rank ${rank}`);
+      const named = left.slice(0, 8).map((r) => where(r.rank));
+      const more = left.length > named.length ? ` and ${left.length - named.length} more` : "";
+      const verb = left.length === 1 ? "was" : "were";
+      process.stderr.write(
+        `workpool: ${named.join(", ")}${more} ${verb} still running ${GRACE_MS / 1000} s after SIGTERM; ` +
+          "killing with SIGKILL\n",
+      );
+      for (const r of left) r.process.signal("SIGKILL");
     }, GRACE_MS);
   }
 }

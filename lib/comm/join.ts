@@ -36,6 +36,7 @@ export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W):
     // `workpool launch -n 1` serves no rendezvous: a world of one has no connection to make. Its rank is still
     // held to close(), as every rank of a launched job is: an app that passes at -n 1 then runs on -n 16 too.
     if (env.job !== "local") requireClose(world, env);
+    else warnUnclosed(world);
     return world;
   }
   const rendezvous = env.rendezvous as string;
@@ -84,6 +85,21 @@ export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W):
  * close() is collective: a rank that ends without it would leave the others waiting there for good, so such an
  * end is a failure, with a message the launcher passes on when it brings the job down.
  */
+/**
+ * Without a launcher (`node app.js`, a world of one) a process that ends without close() is not failed, but told:
+ * the same app under `workpool launch` fails, and on more ranks the others would wait for it. A new user whose
+ * plain run ended 0 met the mistake only later, under the launcher.
+ */
+function warnUnclosed(world: Communicator): void {
+  process.once("exit", (code) => {
+    if (code !== 0 || world.isClosed || world.failure) return;
+    process.stderr.write(
+      "workpool: warning: this process ended without calling world.close(); under `workpool launch` that fails " +
+        "the job (close is collective, like MPI_Finalize: on more ranks the others would wait for this one)\n",
+    );
+  });
+}
+
 function requireClose(world: Communicator, env: JobEnv): void {
   process.once("exit", (code) => {
     // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)

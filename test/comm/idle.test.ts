@@ -2,7 +2,7 @@
 // an app that still waits for something (a timer, a receive, a pool run, a ZeroMQ socket of its own) is left
 // alone.
 import test from "ava";
-import { fixture, linesOf, run } from "../helpers/run.ts";
+import { fixture, linesOf, run, runAlone } from "../helpers/run.ts";
 
 const APP = fixture("no-close.ts");
 const FAST = { WORKPOOL_IDLE_CHECK_MS: "100" };
@@ -22,6 +22,19 @@ for (const n of [1, 3]) {
     );
   });
 }
+
+// Without a launcher a world of one is not failed for a missing close(), but told, since under the launcher the
+// same app fails; an app that closes hears nothing.
+test("without the launcher, an app that ends without close() is warned and exits 0; one that closes is not", async (t) => {
+  const [forgot, closed] = await Promise.all([runAlone(fixture("no-close-js.mjs")), runAlone(fixture("hello.ts"))]);
+  t.is(forgot.code, 0, forgot.stderr);
+  t.deepEqual(linesOf(forgot.stderr), [
+    "workpool: warning: this process ended without calling world.close(); under `workpool launch` that fails the " +
+      "job (close is collective, like MPI_Finalize: on more ranks the others would wait for this one)",
+  ]);
+  t.is(closed.code, 0, closed.stderr);
+  t.is(closed.stderr, "");
+});
 
 test("a plain JavaScript app that prints after connect and ends without close() on 2 ranks fails too, instead of hanging", async (t) => {
   const r = await run(["-n", "2", "--timeout", "60", fixture("no-close-js.mjs")], FAST);

@@ -25,6 +25,19 @@ for (const [signal, status] of [
   });
 }
 
+test("a rank that ignores SIGTERM is killed 2 s later, and the launcher says so", async (t) => {
+  const job = launch(["-n", "3", STUCK, "stubborn", "1"]);
+  const ready = parseReady(await job.lines(READY, 3));
+  job.child.kill("SIGINT");
+  const result = await job.result;
+  t.is(result.code, 130);
+  t.deepEqual(linesOf(result.stderr).slice(-2), [
+    "workpool: rank 1 was still running 2 s after SIGTERM; killing with SIGKILL",
+    "workpool: received SIGINT; stopping 3 ranks",
+  ]);
+  t.deepEqual(alive(ready.map((r) => r.pid)), []);
+});
+
 test("SIGKILL to the launcher: every rank goes away anyway and the job folder is removed", async (t) => {
   const job = launch(["-n", "4", STUCK]);
   const ready = parseReady(await job.lines(READY, 4));
