@@ -68,7 +68,7 @@ if (
   }
 }
 const fromDist = from === "dist" || (from !== "source" && buildState(ROOT) === "fresh");
-if (!fromDist) warm?.releaseWarm();
+if (!fromDist) await warm?.endWarm?.();
 let main;
 if (fromDist || !existsSync(new URL("../launcher/cli.ts", import.meta.url))) {
   ({ main } = await import("../dist/launcher/cli.js"));
@@ -78,3 +78,5 @@ if (fromDist || !existsSync(new URL("../launcher/cli.ts", import.meta.url))) {
   ({ main } = await import("../launcher/cli.ts"));
 }
 process.exitCode = await main(process.argv.slice(2));
+// Warm processes no rank took (a refused command line): ended and collected here, not left to init.
+await warm?.endWarm?.();

@@ -173,6 +173,27 @@ export function takeWarm(argv: readonly string[], env: Readonly<Record<string, s
   return warm;
 }
 
+/** How long `endWarm` waits for killed warm processes to exit. */
+const WARM_END_MS = 1000;
+
+/**
+ * Ends the warm processes no rank took and waits until they have (at most WARM_END_MS), so that the launcher,
+ * not init, collects them: a launcher that refused its command line left them as `<defunct>` children of init,
+ * which `ps` showed for seconds where init collects them slowly (a container's).
+ */
+export async function endWarm(): Promise<void> {
+  if (pool === undefined) return;
+  const left = pool.idle.filter((warm) => !warm.exited());
+  for (const warm of left) warm.child.ref();
+  releaseWarm();
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    Promise.all(left.map((warm) => warm.exit)),
+    new Promise((resolve) => (timer = setTimeout(resolve, WARM_END_MS))),
+  ]);
+  clearTimeout(timer);
+}
+
 /** Ends the warm processes no rank took. */
 export function releaseWarm(): void {
   if (pool === undefined) return;

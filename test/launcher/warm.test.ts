@@ -7,8 +7,8 @@
 import { readdirSync, readFileSync } from "node:fs";
 import test from "ava";
 import { buildState } from "../../bin/build-state.js";
-import { launchRanks, parseRankArgv, sameBesideJob } from "../../launcher/warm.ts";
-import { until } from "../helpers/pids.ts";
+import { endWarm, launchRanks, parseRankArgv, sameBesideJob, startWarm } from "../../launcher/warm.ts";
+import { childrenOf, until } from "../helpers/pids.ts";
 import { linesOf, startWorkpool } from "../helpers/run.ts";
 
 const APP = "test/fixtures/rank-start.mjs";
@@ -143,4 +143,19 @@ test("warm processes of a launcher that refuses its options end with it", async 
       }
     });
   t.true(await until(() => marked().length === 0), `left: ${marked().join(" ")}`);
+});
+
+// endWarm kills the warm processes no rank took and resolves once they have exited and been collected, so that a
+// launcher that refuses its command line leaves no <defunct> process for init to collect.
+test("endWarm ends the warm processes no rank took and collects them before it resolves", async (t) => {
+  const before = childrenOf(process.pid);
+  startWarm(["-n", "2", APP], { ...process.env, NODE_OPTIONS: "", WORKPOOL_WARM: "1" }, 2);
+  const started = childrenOf(process.pid).filter((pid) => !before.includes(pid));
+  t.is(started.length, 2, "two warm processes, one a core");
+  await endWarm();
+  t.deepEqual(
+    childrenOf(process.pid).filter((pid) => started.includes(pid)),
+    [],
+    "not even a zombie is left",
+  );
 });
