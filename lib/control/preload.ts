@@ -32,14 +32,14 @@ const inspect = (value: unknown): string =>
 if (channel) {
   (globalThis as Record<symbol, unknown>)[CONTROL_KEY] = channel;
   const lastWords = (err: unknown, print: boolean) => {
-    // An app written as an ES module that node loads as CommonJS: said as the fix (module-format.ts).
-    const message =
-      moduleFormatHint(err, process.argv[1]) ??
-      (err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`);
+    // An app written as an ES module that node loads as CommonJS: said as the fix (module-format.ts), without
+    // node's stack, which is all inside node's loader (13 lines a new user read before the fix).
+    const hint = moduleFormatHint(err, process.argv[1]);
+    const message = hint ?? (err instanceof Error ? `${err.name}: ${err.message}` : `uncaught ${String(err)}`);
     // As Node would print it: the stack, the error's own fields (a TaskError's rank and task) and its cause's
     // stack, which is where the app's handler threw.
     const stack = err instanceof Error ? inspect(err) : `Uncaught ${inspect(err)}`;
-    return channel.sendSync(print ? { t: "error", message, stack } : { t: "error", message });
+    return channel.sendSync(print && hint === undefined ? { t: "error", message, stack } : { t: "error", message });
   };
   process.on("uncaughtException", (err) => {
     // The app's own handler decides what happens: only the last word goes out.
