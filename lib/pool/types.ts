@@ -154,7 +154,10 @@ export type StoppableRunResult<R, S> = PoolStats &
 export interface PoolStats {
   readonly rank: number;
   readonly mode: PoolConfig["mode"];
-  /** Tasks this rank's handler ran. */
+  /**
+   * Tasks this rank's handler ran to their end while the run lasted (a handler still running when a stop ended the
+   * run, the stopping task's own included, is not counted).
+   */
   tasksExecuted: number;
   /** Tasks `put` on this rank (before or during the run). */
   tasksPut: number;
