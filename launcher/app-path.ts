@@ -47,9 +47,7 @@ export function resolveApp(arg: string): string {
  * (`queen.ts` for queens.ts); undefined when none is.
  */
 function nearestApp(path: string): string | undefined {
-  for (const ext of [".ts", ".js", ".mjs", ".mts", ".cjs", ".cts"]) {
-    if (existsSync(path + ext)) return path + ext;
-  }
+  for (const ext of EXTENSIONS) if (existsSync(path + ext)) return path + ext;
   const folder = dirname(path);
   const name = basename(path);
   let names: string[];

@@ -73,6 +73,15 @@ export function startRank(
   return { rank: r, finished: Promise.all([exited, stdout, stderr]).then(() => {}) };
 }
 
+/** Ranks a message names one by one; the rest are counted (`nameRanks`). */
+export const MAX_RANKS_NAMED = 16;
+
+/** `ranks` named for a message, the first MAX_RANKS_NAMED of them, the rest counted: `rank 1, rank 3 (and 5 more)`. */
+export function nameRanks(ranks: readonly number[], where: (rank: number) => string): string {
+  const named = ranks.slice(0, MAX_RANKS_NAMED).map(where).join(", ");
+  return ranks.length > MAX_RANKS_NAMED ? `${named} (and ${ranks.length - MAX_RANKS_NAMED} more)` : named;
+}
+
 /** How a rank ended, for messages: `killed by SIGKILL`, `exit code 3`. */
 export function how(code: number | null, signal: NodeJS.Signals | null): string {
   return signal !== null ? `killed by ${signal}` : `exit code ${code}`;

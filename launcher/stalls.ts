@@ -1,7 +1,5 @@
 import type { WaitsRecord } from "../lib/internal-start.ts";
-
-/** Ranks a deadlock's message lists one by one; the rest are counted. */
-const MAX_RANKS_LISTED = 16;
+import { MAX_RANKS_NAMED, nameRanks } from "./rank.ts";
 
 export interface StallsOptions {
   /** The number of ranks. */
@@ -67,7 +65,7 @@ export class Stalls {
    */
   waiting(): string[] {
     const lines: string[] = [];
-    for (let r = 0; r < this.opts.np && lines.length < MAX_RANKS_LISTED; r++) {
+    for (let r = 0; r < this.opts.np && lines.length < MAX_RANKS_NAMED; r++) {
       const report = this.latest[r];
       if (report && this.opts.running(r)) lines.push(this.line(r, report));
     }
@@ -82,18 +80,12 @@ export class Stalls {
    * job stopped within its first seconds a rank may not have told yet.
    */
   others(): string | undefined {
-    const ranks: string[] = [];
-    let more = 0;
-    for (let r = 0; r < this.opts.np; r++) {
-      if (!this.opts.running(r) || this.latest[r] !== undefined) continue;
-      if (ranks.length < MAX_RANKS_LISTED) ranks.push(this.opts.where(r));
-      else more++;
-    }
+    const ranks: number[] = [];
+    for (let r = 0; r < this.opts.np; r++) if (this.opts.running(r) && this.latest[r] === undefined) ranks.push(r);
     if (ranks.length === 0) return undefined;
-    const rest = more > 0 ? ` (and ${more} more)` : "";
     const why =
       "running their own code, or waiting on a timer, a file or a socket rather than on messages; ranks tell every second";
-    return `ranks still busy (${why}): ${ranks.join(", ")}${rest}`;
+    return `ranks still busy (${why}): ${nameRanks(ranks, this.opts.where)}`;
   }
 
   private line(rank: number, { w, q }: WaitsRecord): string {
@@ -104,9 +96,9 @@ export class Stalls {
   private describe(): string {
     const { np } = this.opts;
     const lines: string[] = [];
-    for (let r = 0; r < np && lines.length < MAX_RANKS_LISTED; r++)
+    for (let r = 0; r < np && lines.length < MAX_RANKS_NAMED; r++)
       lines.push(this.line(r, this.latest[r] as WaitsRecord));
-    if (np > MAX_RANKS_LISTED) lines.push(`  (and ${np - MAX_RANKS_LISTED} more ranks)`);
+    if (np > MAX_RANKS_NAMED) lines.push(`  (and ${np - MAX_RANKS_NAMED} more ranks)`);
     return (
       "workpool: deadlock: every rank waits for a message, and none is on its way, so none will come " +
       "(a send and a receive that do not match, or a collective some rank did not call):\n" +

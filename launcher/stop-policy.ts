@@ -1,4 +1,4 @@
-import { how, type Rank, signalStatus } from "./rank.ts";
+import { how, nameRanks, type Rank, signalStatus } from "./rank.ts";
 import type { Survival } from "./survival.ts";
 
 /** ssh's status when the connection to the host was lost (or never made). */
@@ -157,13 +157,13 @@ export class StopPolicy {
       const left = this.opts.ranks.filter((r) => !r.exited);
       if (left.length === 0) return;
       // Said, since the job then ends later than a stop does (an app's SIGTERM handler that does not exit).
-      const where = this.opts.where ?? ((rank: number) => `rank ${rank}`);
-      const named = left.slice(0, 8).map((r) => where(r.rank));
-      const more = left.length > named.length ? ` and ${left.length - named.length} more` : "";
+      const named = nameRanks(
+        left.map((r) => r.rank),
+        this.opts.where ?? ((rank) => `rank ${rank}`),
+      );
       const verb = left.length === 1 ? "was" : "were";
       process.stderr.write(
-        `workpool: ${named.join(", ")}${more} ${verb} still running ${GRACE_MS / 1000} s after SIGTERM; ` +
-          "killing with SIGKILL\n",
+        `workpool: ${named} ${verb} still running ${GRACE_MS / 1000} s after SIGTERM; killing with SIGKILL\n`,
       );
       for (const r of left) r.process.signal("SIGKILL");
     }, GRACE_MS);

@@ -35,8 +35,8 @@ export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W):
   if (env.size === 1 && !env.rendezvous) {
     // `workpool launch -n 1` serves no rendezvous: a world of one has no connection to make. Its rank is still
     // held to close(), as every rank of a launched job is: an app that passes at -n 1 then runs on -n 16 too.
-    if (env.job !== "local") requireClose(world, env);
-    else warnUnclosed(world);
+    // Without a launcher (env.job "local") it is told instead.
+    requireClose(world, env, env.job !== "local");
     return world;
   }
   const rendezvous = env.rendezvous as string;
@@ -76,42 +76,36 @@ export async function joinJob<W extends Communicator>(make: (env: JobEnv) => W):
     // Deaths the launcher survives (a pool with retries asked it to): the world goes on among the others.
     onRankDeath((rank, why) => world.peerDied(rank, why));
     onRankLeft((rank, progress) => world.peerLeft(rank, progress));
-    requireClose(world, env);
+    requireClose(world, env, true);
   }
   return world;
 }
 
 /**
- * close() is collective: a rank that ends without it would leave the others waiting there for good, so such an
- * end is a failure, with a message the launcher passes on when it brings the job down.
+ * close() is collective: a rank that ends without it would leave the others waiting there for good, so in a
+ * launched job (`launched`) such an end is a failure, with a message the launcher passes on when it brings the job
+ * down. Without a launcher (`node app.js`, a world of one) it is not failed but told, since the same app under
+ * `workpool launch` fails (a new user whose plain run ended 0 met the mistake only later, under the launcher).
  */
-/**
- * Without a launcher (`node app.js`, a world of one) a process that ends without close() is not failed, but told:
- * the same app under `workpool launch` fails, and on more ranks the others would wait for it. A new user whose
- * plain run ended 0 met the mistake only later, under the launcher.
- */
-function warnUnclosed(world: Communicator): void {
-  process.once("exit", (code) => {
-    if (code !== 0 || world.isClosed || world.failure) return;
-    process.stderr.write(
-      "workpool: warning: this process ended without calling world.close(); under `workpool launch` that fails " +
-        "the job (close is collective, like MPI_Finalize: on more ranks the others would wait for this one)\n",
-    );
-  });
-}
-
-function requireClose(world: Communicator, env: JobEnv): void {
+function requireClose(world: Communicator, env: JobEnv, launched: boolean): void {
   process.once("exit", (code) => {
     // (Node passes 0 here for an unsettled top-level await, whose own status 13 is in process.exitCode.)
     if (code !== 0 || (process.exitCode !== undefined && process.exitCode !== 0)) return;
     const failure = world.failure;
-    if (failure) {
+    if (failure && launched) {
       // The app caught the failure and ended normally: the others would wait for this rank for good.
       process.stderr.write(`workpool: ${failure.message}\n`);
       process.exitCode = 1;
       return;
     }
-    if (world.isClosed) return;
+    if (world.isClosed || failure) return;
+    if (!launched) {
+      process.stderr.write(
+        "workpool: warning: this process ended without calling world.close(); under `workpool launch` that " +
+          "fails the job (close is collective, like MPI_Finalize: on more ranks the others would wait for this one)\n",
+      );
+      return;
+    }
     const others = env.size === 1 ? "on more ranks, the others would wait there" : "the others wait there";
     process.stderr.write(
       `workpool: rank ${env.rank} exited without calling world.close(); every rank must call it (it is ` +

@@ -30,7 +30,6 @@ export function appZmqWaiting(): number {
 
 type Method = (this: Zmq.Socket, ...args: unknown[]) => Promise<unknown>;
 const COUNTED = Symbol.for("workpool.zmqCounted");
-let counting = false;
 
 function count(zmq: typeof Zmq, name: "send" | "receive"): void {
   const proto = zmq.Socket.prototype as unknown as Record<string, Method & { [COUNTED]?: true }>;
@@ -57,9 +56,8 @@ function count(zmq: typeof Zmq, name: "send" | "receive"): void {
   Object.defineProperty(proto, name, { value: counted, writable: false, enumerable: false, configurable: true });
 }
 
+/** Counts on zeromq's socket prototype (`count` skips a method counted already). */
 function install(zmq: typeof Zmq): void {
-  if (counting) return;
-  counting = true;
   count(zmq, "send");
   count(zmq, "receive");
 }
